@@ -1,0 +1,290 @@
+//! Configuration: the TOML file as written (`Raw*`, serde with `deny_unknown_fields`) turned into
+//! a validated [`Config`] whose errors name the key and the line. Parsing is separate from file
+//! loading ([`Config::from_toml_str`] vs [`Config::load`]) so tests need no files.
+//!
+//! The keys are a public contract; `config/toolpulse.toml` documents each with its default.
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde::Deserialize;
+use toml::Spanned;
+
+use crate::lifecycle::classify::{FALLBACK, Origin};
+use crate::lifecycle::{Classifier, FailureRules, Kind};
+
+pub const DEFAULT_HEARTBEAT_MS: u64 = 10_000;
+pub const DEFAULT_MAX_EVENT_BYTES: usize = 16 * 1024 * 1024;
+/// Below this an ordinary `response.completed` would already count as oversize.
+pub const MIN_MAX_EVENT_BYTES: usize = 1024;
+pub const MAX_MAX_EVENT_BYTES: usize = 1 << 30;
+pub const DEFAULT_MAX_OPEN_CALLS: usize = 256;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read config {path}: {error}")]
+    Read { path: String, error: std::io::Error },
+    #[error("invalid config: {0}")]
+    Syntax(#[from] toml::de::Error),
+    #[error("invalid config: line {line}: {key}: {message}")]
+    Invalid {
+        key: String,
+        line: usize,
+        message: String,
+    },
+}
+
+/// The validated configuration of the rewriting core.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub classifier: Classifier,
+    pub failure: FailureRules,
+    /// How long a running tool may leave the client without bytes before a heartbeat comment;
+    /// zero turns heartbeats off.
+    pub heartbeat: Duration,
+    pub limits: Limits,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// An event longer than this is forwarded raw, uninterpreted, without being buffered whole.
+    pub max_event_bytes: usize,
+    /// Tool calls tracked at once per stream; calls beyond it are forwarded without events.
+    pub max_open_calls: usize,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            classifier: Classifier::default(),
+            failure: FailureRules::default(),
+            heartbeat: Duration::from_millis(DEFAULT_HEARTBEAT_MS),
+            limits: Limits {
+                max_event_bytes: DEFAULT_MAX_EVENT_BYTES,
+                max_open_calls: DEFAULT_MAX_OPEN_CALLS,
+            },
+        }
+    }
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields, default)]
+struct RawConfig {
+    tools: Vec<RawTool>,
+    failure: RawFailure,
+    heartbeat: RawHeartbeat,
+    limits: RawLimits,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTool {
+    #[serde(rename = "match")]
+    patterns: Spanned<Vec<Spanned<String>>>,
+    kind: Kind,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields, default)]
+struct RawFailure {
+    output_patterns: Vec<Spanned<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, default)]
+struct RawHeartbeat {
+    interval_ms: u64,
+}
+
+impl Default for RawHeartbeat {
+    fn default() -> Self {
+        RawHeartbeat {
+            interval_ms: DEFAULT_HEARTBEAT_MS,
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, default)]
+struct RawLimits {
+    max_event_bytes: Spanned<usize>,
+    max_open_calls: Spanned<usize>,
+}
+
+impl Default for RawLimits {
+    fn default() -> Self {
+        RawLimits {
+            max_event_bytes: Spanned::new(0..0, DEFAULT_MAX_EVENT_BYTES),
+            max_open_calls: Spanned::new(0..0, DEFAULT_MAX_OPEN_CALLS),
+        }
+    }
+}
+
+impl Config {
+    /// Parses and validates a config file's text.
+    pub fn from_toml_str(text: &str) -> Result<Config, ConfigError> {
+        let raw: RawConfig = toml::from_str(text)?;
+        let invalid = |key: String, span: std::ops::Range<usize>, message: String| {
+            let line = text[..span.start.min(text.len())].matches('\n').count() + 1;
+            ConfigError::Invalid { key, line, message }
+        };
+
+        let mut rules = Vec::new();
+        for (i, tool) in raw.tools.iter().enumerate() {
+            if tool.patterns.get_ref().is_empty() {
+                let message = "must list at least one glob pattern".to_string();
+                return Err(invalid(
+                    format!("tools[{i}].match"),
+                    tool.patterns.span(),
+                    message,
+                ));
+            }
+            let patterns = tool.patterns.get_ref().iter().map(|p| p.get_ref().clone());
+            rules.push((patterns.collect(), tool.kind));
+        }
+        let classifier = Classifier::new(rules).map_err(|bad| {
+            let pattern = &raw.tools[bad.rule].patterns.get_ref()[bad.pattern];
+            let key = format!("tools[{}].match[{}]", bad.rule, bad.pattern);
+            invalid(key, pattern.span(), bad.error.to_string())
+        })?;
+
+        let patterns = &raw.failure.output_patterns;
+        let texts: Vec<String> = patterns.iter().map(|p| p.get_ref().clone()).collect();
+        let failure = FailureRules::new(&texts).map_err(|(i, e)| {
+            let key = format!("failure.output_patterns[{i}]");
+            invalid(key, patterns[i].span(), e.to_string())
+        })?;
+
+        let max_event_bytes = raw.limits.max_event_bytes;
+        if !(MIN_MAX_EVENT_BYTES..=MAX_MAX_EVENT_BYTES).contains(max_event_bytes.get_ref()) {
+            let message =
+                format!("must be between {MIN_MAX_EVENT_BYTES} and {MAX_MAX_EVENT_BYTES}");
+            return Err(invalid(
+                "limits.max_event_bytes".into(),
+                max_event_bytes.span(),
+                message,
+            ));
+        }
+        let max_open_calls = raw.limits.max_open_calls;
+        if *max_open_calls.get_ref() == 0 {
+            let message = "must be at least 1".to_string();
+            return Err(invalid(
+                "limits.max_open_calls".into(),
+                max_open_calls.span(),
+                message,
+            ));
+        }
+
+        Ok(Config {
+            classifier,
+            failure,
+            heartbeat: Duration::from_millis(raw.heartbeat.interval_ms),
+            limits: Limits {
+                max_event_bytes: max_event_bytes.into_inner(),
+                max_open_calls: max_open_calls.into_inner(),
+            },
+        })
+    }
+
+    /// A human-readable account of the resolved rules, for `toolpulse check`.
+    pub fn describe(&self) -> String {
+        use std::fmt::Write;
+        let mut s = String::from("tool classification (first match wins):\n");
+        for (i, rule) in self.classifier.rules().iter().enumerate() {
+            let origin = match rule.origin {
+                Origin::Config => "config",
+                Origin::Default => "built-in",
+            };
+            let patterns = rule.patterns.join(", ");
+            let kind = rule.kind.as_str();
+            let _ = writeln!(s, "  {:>2}. {patterns} -> {kind} ({origin})", i + 1);
+        }
+        let _ = writeln!(s, "   *. anything else -> {} (fallback)", FALLBACK.as_str());
+        s.push_str("failure output patterns:\n");
+        if self.failure.patterns().is_empty() {
+            s.push_str("  (none: only item status and `error` mark a failure)\n");
+        }
+        for pattern in self.failure.patterns() {
+            let _ = writeln!(s, "  {pattern:?}");
+        }
+        let _ = match self.heartbeat.as_millis() {
+            0 => writeln!(s, "heartbeat: off"),
+            ms => writeln!(s, "heartbeat: every {ms} ms while a tool runs"),
+        };
+        let Limits {
+            max_event_bytes,
+            max_open_calls,
+        } = self.limits;
+        let _ = writeln!(
+            s,
+            "limits: max_event_bytes = {max_event_bytes}, max_open_calls = {max_open_calls}"
+        );
+        s
+    }
+
+    /// Reads and validates a config file.
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|error| ConfigError::Read {
+            path: path.display().to_string(),
+            error,
+        })?;
+        Config::from_toml_str(&text)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn error(text: &str) -> String {
+        Config::from_toml_str(text)
+            .expect_err("invalid")
+            .to_string()
+    }
+
+    #[test]
+    fn empty_file_gives_defaults() {
+        let c = Config::from_toml_str("").expect("valid");
+        assert_eq!(c.heartbeat, Duration::from_secs(10));
+        assert_eq!(c.limits, Config::default().limits);
+        assert_eq!(c.classifier.classify("web_search"), Kind::WebSearch);
+    }
+
+    #[test]
+    fn full_file() {
+        let c = Config::from_toml_str(
+            r#"
+            [[tools]]
+            match = ["github_*", "jira_*"]
+            kind = "mcp"
+            [failure]
+            output_patterns = ["^no executor found for tool "]
+            [heartbeat]
+            interval_ms = 0
+            [limits]
+            max_event_bytes = 4096
+            "#,
+        )
+        .expect("valid");
+        assert_eq!(c.classifier.classify("jira_issue"), Kind::Mcp);
+        assert_eq!(c.failure.patterns().len(), 1);
+        assert_eq!(c.heartbeat, Duration::ZERO);
+        assert_eq!(c.limits.max_event_bytes, 4096);
+    }
+
+    #[test]
+    fn errors_name_key_and_line() {
+        let e = error("[[tools]]\nmatch = [\"ok\", \"a[\"]\nkind = \"mcp\"\n");
+        assert!(e.contains("line 2: tools[0].match[1]"), "{e}");
+        let e = error("[failure]\noutput_patterns = [\n  \"(\"]\n");
+        assert!(e.contains("line 3: failure.output_patterns[0]"), "{e}");
+        let e = error("[limits]\nmax_event_bytes = 10\n");
+        assert!(e.contains("line 2: limits.max_event_bytes"), "{e}");
+        let e = error("[[tools]]\nmatch = []\nkind = \"mcp\"\n");
+        assert!(e.contains("tools[0].match: must list"), "{e}");
+        let e = error("[[tools]]\nmatch = [\"x\"]\nkind = \"robot\"\n");
+        assert!(e.contains("line 3") && e.contains("unknown variant"), "{e}");
+        let e = error("[heartbeat]\ninterval = 5\n");
+        assert!(e.contains("unknown field `interval`"), "{e}");
+    }
+}

@@ -1,0 +1,5 @@
+//! Upstream dialects: what an upstream event means for tool calls, one small module per API.
+//! Only the OpenAI Responses API ([`responses`]) exists today; others (Anthropic Messages,
+//! Chat Completions) would produce the same [`crate::lifecycle::Signal`]s.
+
+pub mod responses;

@@ -1,0 +1,260 @@
+//! The OpenAI Responses API over SSE: reads an event's JSON for the two things toolpulse needs,
+//! its `sequence_number` (value and exact position, so it can be rewritten in place) and its
+//! meaning for tool calls ([`Signal`]). Only top-level keys are read; unknown fields are skipped,
+//! never dropped from the forwarded bytes (those are never re-serialized).
+
+use std::borrow::Cow;
+use std::ops::Range;
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use crate::lifecycle::OutputFacts;
+use crate::lifecycle::track::{CallItem, Signal};
+
+/// Event types that end a response: open calls are closed just before them.
+const TERMINAL_TYPES: &[&str] = &[
+    "response.completed",
+    "response.failed",
+    "response.incomplete",
+    "error",
+];
+const ITEM_ADDED: &str = "response.output_item.added";
+const ITEM_DONE: &str = "response.output_item.done";
+
+/// A top-level `sequence_number`: its value and where its digits lie in the event's data.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SequenceNumber {
+    pub value: u64,
+    pub span: Range<usize>,
+}
+
+/// What one event's data says.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Reading<'a> {
+    pub sequence_number: Option<SequenceNumber>,
+    pub signal: Option<Signal<'a>>,
+}
+
+/// The data is not a JSON object of the expected shape: forward it untouched.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unreadable;
+
+/// Whether an event of this type (from its `event:` line) can carry a [`Signal`]; others need
+/// not be parsed unless their `sequence_number` must change.
+pub fn may_signal(event_type: &[u8]) -> bool {
+    event_type == ITEM_ADDED.as_bytes()
+        || event_type == ITEM_DONE.as_bytes()
+        || TERMINAL_TYPES.iter().any(|t| t.as_bytes() == event_type)
+}
+
+#[derive(Deserialize)]
+struct Envelope<'a> {
+    #[serde(rename = "type", borrow, default)]
+    kind: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    sequence_number: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    output_index: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    item: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct ItemFields<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Cow<'a, str>,
+    #[serde(borrow, default)]
+    id: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    call_id: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    name: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    status: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    error: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    output: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct Part<'a> {
+    #[serde(borrow, default)]
+    text: Option<Cow<'a, str>>,
+}
+
+/// Reads one event's data. `[DONE]` reads as nothing; anything not a JSON object is
+/// [`Unreadable`].
+pub fn read(data: &[u8]) -> Result<Reading<'_>, Unreadable> {
+    if data == b"[DONE]" {
+        return Ok(Reading::default());
+    }
+    let text = std::str::from_utf8(data).map_err(|_| Unreadable)?;
+    let envelope: Envelope<'_> = serde_json::from_str(text).map_err(|_| Unreadable)?;
+    let sequence_number = envelope.sequence_number.and_then(|raw| {
+        let digits = raw.get();
+        let start = digits.as_ptr() as usize - text.as_ptr() as usize;
+        Some(SequenceNumber {
+            value: plain_u64(digits)?,
+            span: start..start + digits.len(),
+        })
+    });
+    let signal = match envelope.kind.as_deref() {
+        Some(t) if TERMINAL_TYPES.contains(&t) => Some(Signal::Terminal),
+        Some(t @ (ITEM_ADDED | ITEM_DONE)) => {
+            let output_index = envelope.output_index.and_then(|r| plain_u64(r.get()));
+            match envelope.item {
+                Some(item) => item_signal(item, t == ITEM_DONE, output_index)?,
+                None => None,
+            }
+        }
+        _ => None,
+    };
+    Ok(Reading {
+        sequence_number,
+        signal,
+    })
+}
+
+fn item_signal(
+    item: &RawValue,
+    done: bool,
+    output_index: Option<u64>,
+) -> Result<Option<Signal<'_>>, Unreadable> {
+    let item: ItemFields<'_> = serde_json::from_str(item.get()).map_err(|_| Unreadable)?;
+    let Some(call_id) = item.call_id else {
+        return Ok(None);
+    };
+    Ok(match &*item.kind {
+        "function_call" => {
+            let call = CallItem {
+                call_id,
+                item_id: item.id,
+                output_index,
+                name: item.name.unwrap_or_default(),
+            };
+            Some(if done {
+                Signal::CallDone(call)
+            } else {
+                Signal::CallAdded(call)
+            })
+        }
+        "function_call_output" => Some(Signal::Output {
+            call_id,
+            facts: OutputFacts {
+                status: item.status,
+                has_error: item.error.is_some(),
+                texts: item.output.map(output_texts).unwrap_or_default(),
+            },
+        }),
+        _ => None,
+    })
+}
+
+/// The text of an output: a string, or the `text` of each part of a list of parts.
+fn output_texts(output: &RawValue) -> Vec<Cow<'_, str>> {
+    if let Ok(text) = serde_json::from_str::<Cow<'_, str>>(output.get()) {
+        return vec![text];
+    }
+    serde_json::from_str::<Vec<Part<'_>>>(output.get())
+        .map(|parts| parts.into_iter().filter_map(|p| p.text).collect())
+        .unwrap_or_default()
+}
+
+/// A JSON number that is a plain non-negative integer (no sign, fraction or exponent).
+fn plain_u64(digits: &str) -> Option<u64> {
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sequence_number_value_and_span() {
+        let data = br#"{"type":"x","response":{"sequence_number":99},"sequence_number":12}"#;
+        let r = read(data).expect("readable");
+        let seq = r.sequence_number.expect("numbered");
+        assert_eq!(seq.value, 12);
+        assert_eq!(&data[seq.span], b"12");
+        assert_eq!(r.signal, None);
+    }
+
+    #[test]
+    fn odd_sequence_numbers_are_not_renumbered() {
+        for data in [
+            &br#"{"sequence_number":-1}"#[..],
+            br#"{"sequence_number":1.0}"#,
+            br#"{"sequence_number":"1"}"#,
+            br#"{"sequence_number":1e2}"#,
+            br#"{"sequence_number":null}"#,
+        ] {
+            assert_eq!(read(data).map(|r| r.sequence_number), Ok(None), "{data:?}");
+        }
+    }
+
+    #[test]
+    fn function_call_items() {
+        let added = br#"{"type":"response.output_item.added","sequence_number":5,"output_index":1,"item":{"id":"item_7","type":"function_call","status":"in_progress","name":"web_search","call_id":"call_7","arguments":""}}"#;
+        let Some(Signal::CallAdded(call)) = read(added).expect("ok").signal else {
+            panic!("expected CallAdded")
+        };
+        assert_eq!(call.call_id, "call_7");
+        assert_eq!(call.item_id.as_deref(), Some("item_7"));
+        assert_eq!(call.output_index, Some(1));
+        assert_eq!(call.name, "web_search");
+        let done = br#"{"type":"response.output_item.done","item":{"type":"function_call","call_id":"c","name":"n"}}"#;
+        assert!(matches!(
+            read(done).expect("ok").signal,
+            Some(Signal::CallDone(_))
+        ));
+    }
+
+    #[test]
+    fn outputs_string_parts_status_and_error() {
+        let s = br#"{"type":"response.output_item.added","item":{"type":"function_call_output","call_id":"c","status":"completed","output":"search failed: x"}}"#;
+        let Some(Signal::Output { call_id, facts }) = read(s).expect("ok").signal else {
+            panic!("expected Output")
+        };
+        assert_eq!(call_id, "c");
+        assert_eq!(facts.status.as_deref(), Some("completed"));
+        assert_eq!(facts.texts, vec!["search failed: x"]);
+        let parts = br#"{"type":"response.output_item.added","item":{"type":"function_call_output","call_id":"c","error":{"m":1},"output":[{"type":"input_text","text":"a"},{"type":"input_image"}]}}"#;
+        let Some(Signal::Output { facts, .. }) = read(parts).expect("ok").signal else {
+            panic!("expected Output")
+        };
+        assert!(facts.has_error);
+        assert_eq!(facts.texts, vec!["a"]);
+        let null_error = br#"{"type":"response.output_item.added","item":{"type":"function_call_output","call_id":"c","error":null}}"#;
+        let Some(Signal::Output { facts, .. }) = read(null_error).expect("ok").signal else {
+            panic!("expected Output")
+        };
+        assert!(!facts.has_error);
+    }
+
+    #[test]
+    fn native_items_terminal_done_and_garbage() {
+        let native = br#"{"type":"response.output_item.added","item":{"type":"mcp_call","id":"m","name":"x"}}"#;
+        assert_eq!(read(native).expect("ok").signal, None);
+        let nested_error = br#"{"type":"error","error":{"type":"server_error","message":"x"}}"#;
+        assert_eq!(
+            read(nested_error).expect("ok").signal,
+            Some(Signal::Terminal)
+        );
+        assert_eq!(read(b"[DONE]"), Ok(Reading::default()));
+        for bad in [
+            &b"not json"[..],
+            b"[1]",
+            b"\xff",
+            br#"{"type":"a","type":"b"}"#,
+        ] {
+            assert_eq!(read(bad), Err(Unreadable), "{bad:?}");
+        }
+        assert!(may_signal(b"response.output_item.done"));
+        assert!(!may_signal(b"response.output_text.delta"));
+    }
+}

@@ -1,0 +1,352 @@
+//! A checker of PRODUCT.md §2's invariants over one upstream input and the rewriter's output,
+//! written independently of the rewriter's own reading of events (it compares raw bytes and
+//! serde_json values), so tests and fuzz targets can use it as an oracle:
+//!
+//! 1. dense renumbering: numbers in the output are consecutive wherever the input's were, and an
+//!    upstream event differs from its input bytes only in its `sequence_number` digits;
+//! 2. exactly once: every injected `in_progress` is closed by exactly one terminal event, after it;
+//! 3. untouched when nothing to do: no injected event means output == input;
+//! 4. lose nothing: every input event appears in the output, in order; so does an unterminated
+//!    tail. Injected events have the documented shape (no top-level `error`, the call's own
+//!    `item_id`, which the client has already seen).
+
+use std::collections::{HashMap, HashSet};
+
+use serde_json::{Map, Value};
+
+use crate::sse::{Event, Item, Parser};
+
+const IN_PROGRESS: &[&str] = &[
+    "response.mcp_call.in_progress",
+    "response.web_search_call.in_progress",
+    "response.file_search_call.in_progress",
+];
+const SEARCHING: &[&str] = &[
+    "response.web_search_call.searching",
+    "response.file_search_call.searching",
+];
+const TERMINAL: &[&str] = &[
+    "response.mcp_call.completed",
+    "response.mcp_call.failed",
+    "response.web_search_call.completed",
+    "response.file_search_call.completed",
+];
+
+/// What the checker counted, for tests that want more than "it holds".
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Report {
+    pub upstream_events: usize,
+    pub injected_events: usize,
+    pub heartbeats: usize,
+    pub renumbered: usize,
+}
+
+/// Checks `output` against `input`. `max_event_bytes` is the limit the rewriter ran with: when
+/// the input ends inside an event longer than it, calls may stay unclosed (nothing can be
+/// injected inside a half-sent event).
+pub fn check(input: &[u8], output: &[u8], max_event_bytes: usize) -> Result<Report, String> {
+    let (inputs, input_tail) = split(input);
+    let (outputs, output_tail) = split(output);
+    if output_tail != input_tail {
+        return Err("the unterminated tail of the input is not the end of the output".into());
+    }
+    let mut report = Report::default();
+    let mut calls = Calls::default();
+    let mut numbers = Numbers::new(&inputs);
+    let mut next = 0;
+    for (k, out) in outputs.iter().enumerate() {
+        if let Some(inp) = inputs.get(next)
+            && let Some(renumbered) = same_but_number(inp, out)?
+        {
+            next += 1;
+            report.upstream_events += 1;
+            report.renumbered += usize::from(renumbered);
+            calls.see_upstream(out);
+            numbers.upstream(inp, out)?;
+        } else if &out.raw()[..] == crate::sse::HEARTBEAT {
+            report.heartbeats += 1;
+        } else {
+            let json = injected_json(out)
+                .map_err(|e| format!("output event {k} is neither upstream nor injected: {e}"))?;
+            calls
+                .see_injected(&json)
+                .map_err(|e| format!("output event {k}: {e}"))?;
+            numbers
+                .injected(&json)
+                .map_err(|e| format!("output event {k}: {e}"))?;
+            report.injected_events += 1;
+        }
+    }
+    if next != inputs.len() {
+        return Err(format!(
+            "input event {next} of {} never reached the output",
+            inputs.len()
+        ));
+    }
+    let ends_inside_oversize = input_tail.len() > max_event_bytes;
+    if !calls.open.is_empty() && !ends_inside_oversize {
+        return Err(format!("calls never closed: {:?}", calls.open));
+    }
+    if report.injected_events + report.heartbeats == 0 && input != output {
+        return Err("nothing was injected, yet the output differs from the input".into());
+    }
+    Ok(report)
+}
+
+/// Complete events and the unterminated tail.
+fn split(bytes: &[u8]) -> (Vec<Event>, Vec<u8>) {
+    let mut parser = Parser::new(usize::MAX);
+    parser.push(bytes);
+    parser.finish();
+    let mut events = Vec::new();
+    let mut tail = Vec::new();
+    while let Some(item) = parser.next_item() {
+        match item {
+            Item::Event(e) => events.push(e),
+            Item::Oversize(b) | Item::Incomplete(b) => tail.extend_from_slice(&b),
+        }
+    }
+    (events, tail)
+}
+
+fn json_of(event: &Event) -> Option<Map<String, Value>> {
+    serde_json::from_slice(&event.data()?).ok()
+}
+
+fn number_of(json: &Map<String, Value>) -> Option<u64> {
+    json.get("sequence_number").and_then(Value::as_u64)
+}
+
+/// `Some(renumbered?)` when `out` is `inp`, possibly with another `sequence_number`.
+fn same_but_number(inp: &Event, out: &Event) -> Result<Option<bool>, String> {
+    if inp.raw() == out.raw() {
+        return Ok(Some(false));
+    }
+    let (Some(mut a), Some(mut b)) = (json_of(inp), json_of(out)) else {
+        return Ok(None);
+    };
+    let (Some(na), Some(nb)) = (number_of(&a), number_of(&b)) else {
+        return Ok(None);
+    };
+    a.remove("sequence_number");
+    b.remove("sequence_number");
+    if a != b || a.get("type").is_none() {
+        return Ok(None);
+    }
+    if na == nb {
+        return Err(format!(
+            "event numbered {na} kept its number but not its bytes"
+        ));
+    }
+    // Only the digits may differ: the bytes around them must be the input's.
+    let (x, y) = (&inp.raw()[..], &out.raw()[..]);
+    let prefix = x.iter().zip(y).take_while(|(p, q)| p == q).count();
+    let suffix = x[prefix..]
+        .iter()
+        .rev()
+        .zip(y[prefix..].iter().rev())
+        .take_while(|(p, q)| p == q)
+        .count();
+    let digits = |s: &[u8]| s.iter().all(u8::is_ascii_digit);
+    if !digits(&x[prefix..x.len() - suffix]) || !digits(&y[prefix..y.len() - suffix]) {
+        return Err(format!("event numbered {na} changed beyond its number"));
+    }
+    Ok(Some(true))
+}
+
+fn injected_json(event: &Event) -> Result<Map<String, Value>, String> {
+    let kind = event.event_type().ok_or("no event line")?;
+    let kind = std::str::from_utf8(kind).map_err(|_| "event type not UTF-8")?;
+    let known = [IN_PROGRESS, SEARCHING, TERMINAL];
+    if !known.iter().any(|set| set.contains(&kind)) {
+        return Err(format!("unknown event type {kind:?}"));
+    }
+    let json = json_of(event).ok_or("data is not a JSON object")?;
+    if json.get("type").and_then(Value::as_str) != Some(kind) {
+        return Err("`type` differs from the event line".into());
+    }
+    if json.contains_key("error") {
+        return Err("a top-level `error` key".into());
+    }
+    for key in ["item_id", "name"] {
+        if !json.get(key).is_some_and(Value::is_string) {
+            return Err(format!("`{key}` missing or not a string"));
+        }
+    }
+    if TERMINAL.contains(&kind) {
+        let outcome = json.get("outcome").and_then(Value::as_str);
+        if !matches!(outcome, Some("completed" | "failed")) {
+            return Err("terminal event without a valid `outcome`".into());
+        }
+        if json.get("duration_ms").and_then(Value::as_u64).is_none() {
+            return Err("terminal event without `duration_ms`".into());
+        }
+    }
+    Ok(json)
+}
+
+/// The state of every call the output has announced.
+#[derive(Default)]
+struct Calls {
+    /// Item ids (and call ids) of `function_call` items the client has seen.
+    known_items: HashSet<String>,
+    /// Open calls by item id, with their event family (`response.mcp_call`, …).
+    open: HashMap<String, String>,
+    closed: HashSet<String>,
+}
+
+impl Calls {
+    fn see_upstream(&mut self, event: &Event) {
+        let Some(json) = json_of(event) else { return };
+        let item = json.get("item");
+        if item.and_then(|i| i.get("type")).and_then(Value::as_str) == Some("function_call") {
+            for key in ["id", "call_id"] {
+                if let Some(id) = item.and_then(|i| i.get(key)).and_then(Value::as_str) {
+                    self.known_items.insert(id.to_string());
+                }
+            }
+        }
+    }
+
+    fn see_injected(&mut self, json: &Map<String, Value>) -> Result<(), String> {
+        let kind = json["type"].as_str().unwrap_or_default();
+        let item = json["item_id"].as_str().unwrap_or_default().to_string();
+        let family = kind.rsplit_once('.').map_or("", |(f, _)| f).to_string();
+        if !self.known_items.contains(&item) {
+            return Err(format!(
+                "{kind} for item {item:?}, which the client has not seen"
+            ));
+        }
+        if self.closed.contains(&item) {
+            return Err(format!("{kind} for item {item:?} after it was closed"));
+        }
+        let open_family = self.open.get(&item);
+        if IN_PROGRESS.contains(&kind) {
+            if open_family.is_some() {
+                return Err(format!("second in_progress for item {item:?}"));
+            }
+            self.open.insert(item, family);
+        } else if open_family != Some(&family) {
+            return Err(format!("{kind} for item {item:?} without its in_progress"));
+        } else if TERMINAL.contains(&kind) {
+            self.open.remove(&item);
+            self.closed.insert(item);
+        }
+        Ok(())
+    }
+}
+
+/// Numbering across the output: consecutive where the input was.
+struct Numbers {
+    input_dense: bool,
+    last_in: Option<u64>,
+    last_out: Option<u64>,
+}
+
+impl Numbers {
+    fn new(inputs: &[Event]) -> Self {
+        let numbers: Vec<u64> = inputs
+            .iter()
+            .filter_map(|e| json_of(e).as_ref().and_then(number_of))
+            .collect();
+        let starts_numbered = inputs
+            .first()
+            .and_then(json_of)
+            .is_some_and(|j| number_of(&j).is_some());
+        let input_dense =
+            starts_numbered && numbers.windows(2).all(|w| w[1] == w[0] + 1 || w[1] <= w[0]);
+        Numbers {
+            input_dense,
+            last_in: None,
+            last_out: None,
+        }
+    }
+
+    fn upstream(&mut self, inp: &Event, out: &Event) -> Result<(), String> {
+        let (Some(n_in), Some(n_out)) = (
+            json_of(inp).as_ref().and_then(number_of),
+            json_of(out).as_ref().and_then(number_of),
+        ) else {
+            return Ok(());
+        };
+        let new_run = self.last_in.is_some_and(|prev| n_in <= prev);
+        self.last_in = Some(n_in);
+        if new_run {
+            self.last_out = Some(n_out);
+            return Ok(());
+        }
+        self.next(n_out)
+    }
+
+    fn injected(&mut self, json: &Map<String, Value>) -> Result<(), String> {
+        match number_of(json) {
+            Some(n) => self.next(n),
+            None if self.input_dense => Err("injected event without a number".into()),
+            None => Ok(()),
+        }
+    }
+
+    fn next(&mut self, n: u64) -> Result<(), String> {
+        if let Some(prev) = self.last_out {
+            if self.input_dense && n != prev + 1 {
+                return Err(format!("sequence_number {n} follows {prev}: not dense"));
+            }
+            if n <= prev {
+                return Err(format!(
+                    "sequence_number {n} follows {prev}: not increasing"
+                ));
+            }
+        }
+        self.last_out = Some(n);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const A: &[u8] = b"data: {\"type\":\"a\",\"sequence_number\":0}\n\n";
+    const ADDED: &[u8] = b"data: {\"type\":\"response.output_item.done\",\"sequence_number\":1,\"item\":{\"type\":\"function_call\",\"id\":\"fc\",\"call_id\":\"c\",\"name\":\"n\"}}\n\n";
+    const B: &[u8] = b"data: {\"type\":\"b\",\"sequence_number\":2}\n\n";
+    const B3: &[u8] = b"data: {\"type\":\"b\",\"sequence_number\":3}\n\n";
+    const START: &[u8] = b"event: response.mcp_call.in_progress\ndata: {\"type\":\"response.mcp_call.in_progress\",\"sequence_number\":2,\"item_id\":\"fc\",\"output_index\":0,\"name\":\"n\"}\n\n";
+    const END: &[u8] = b"event: response.mcp_call.failed\ndata: {\"type\":\"response.mcp_call.failed\",\"sequence_number\":3,\"item_id\":\"fc\",\"output_index\":0,\"name\":\"n\",\"outcome\":\"failed\",\"duration_ms\":1}\n\n";
+    const END4: &[u8] = b"event: response.mcp_call.failed\ndata: {\"type\":\"response.mcp_call.failed\",\"sequence_number\":4,\"item_id\":\"fc\",\"output_index\":0,\"name\":\"n\",\"outcome\":\"failed\",\"duration_ms\":1}\n\n";
+
+    fn cat(parts: &[&[u8]]) -> Vec<u8> {
+        parts.concat()
+    }
+
+    #[test]
+    fn accepts_a_correct_rewrite() {
+        let input = cat(&[A, ADDED, B]);
+        assert!(check(&input, &input, 1 << 20).is_ok());
+        let output = cat(&[A, ADDED, START, B3, END4]);
+        let report = check(&input, &output, 1 << 20).expect("valid");
+        assert_eq!((report.injected_events, report.renumbered), (2, 1));
+    }
+
+    #[test]
+    fn rejects_each_violation() {
+        let input = cat(&[A, ADDED, B]);
+        let cases: &[(&[&[u8]], &str)] = &[
+            (&[A, ADDED], "never reached"),
+            (&[A, B, ADDED], "neither upstream nor injected"),
+            (&[A, ADDED, START, B], "not dense"),
+            (&[A, ADDED, START, B3], "never closed"),
+            (&[A, ADDED, START, END, B3], "not dense"),
+            (&[A, ADDED, END, B], "without its in_progress"),
+            (&[A, ADDED, b"data: x\n\n", B], "neither upstream"),
+        ];
+        for (parts, expected) in cases {
+            let err = check(&input, &cat(parts), 1 << 20).expect_err(expected);
+            assert!(err.contains(expected), "{expected}: got {err}");
+        }
+        let err = check(&input, &cat(&[START, A, ADDED, B3, END4]), 1 << 20).expect_err("unseen");
+        assert!(err.contains("has not seen"), "{err}");
+        let same_number_other_bytes = b"data: {\"type\":\"a\", \"sequence_number\":0}\n\n";
+        let err = check(A, same_number_other_bytes, 1 << 20).expect_err("changed");
+        assert!(err.contains("kept its number"), "{err}");
+    }
+}

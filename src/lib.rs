@@ -1,0 +1,23 @@
+//! toolpulse: a reverse proxy that injects tool lifecycle events into OpenAI Responses API
+//! streams. This crate is the sans-IO core and its glue:
+//!
+//! - [`sse`]: the incremental, byte-faithful SSE parser and the encoder for injected events;
+//! - [`dialect`]: what an upstream event means for tool calls (`responses`: OpenAI Responses);
+//! - [`lifecycle`]: the neutral tool-call model, classification by name, failure rules, and the
+//!   per-stream tracker that guarantees exactly-once closing;
+//! - [`profiles`]: one small emitter per client contract (`openai` today);
+//! - [`rewrite`]: the [`Rewriter`] that ties them together: `feed(chunk, now) -> Bytes`;
+//! - [`config`]: the TOML configuration, validated;
+//! - [`invariants`]: a checker of PRODUCT.md §2's invariants over an input/output pair, used by
+//!   the tests (and fuzzing).
+
+pub mod config;
+pub mod dialect;
+pub mod invariants;
+pub mod lifecycle;
+pub mod profiles;
+pub mod rewrite;
+pub mod sse;
+
+pub use config::Config;
+pub use rewrite::Rewriter;

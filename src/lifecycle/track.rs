@@ -1,0 +1,304 @@
+//! The per-stream state machine of tool calls: which calls are open (by `call_id`, any number
+//! in parallel, outputs in any order), when each started running, and how it ended.
+//!
+//! Invariant: every call that reports `Started` reports exactly one `Finished` — on its output,
+//! at the stream's terminal event, or at [`Tracker::finish`] (EOF) — and none after that.
+//! Memory is bounded: at most `max_open_calls` calls are tracked; later ones are left alone.
+
+use std::borrow::Cow;
+use std::time::Instant;
+
+use super::{
+    Call, Classifier, Failure, FailureRules, Kind, Outcome, OutputFacts, Phase, Transition,
+};
+
+/// A `function_call` item as the upstream described it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CallItem<'a> {
+    pub call_id: Cow<'a, str>,
+    pub item_id: Option<Cow<'a, str>>,
+    pub output_index: Option<u64>,
+    pub name: Cow<'a, str>,
+}
+
+/// What an upstream event means for tool calls, whatever the dialect it came in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Signal<'a> {
+    /// A `function_call` item was added; its arguments may still stream.
+    CallAdded(CallItem<'a>),
+    /// A `function_call` item is done: the gateway now runs the tool.
+    CallDone(CallItem<'a>),
+    /// The output of call `call_id` arrived.
+    Output {
+        call_id: Cow<'a, str>,
+        facts: OutputFacts<'a>,
+    },
+    /// The response ended (`response.completed`/`failed`/`incomplete`, `error`).
+    Terminal,
+}
+
+impl Signal<'_> {
+    /// Whether events caused by this signal go before the upstream event that carried it
+    /// (closing events precede the output or the terminal event) rather than after it.
+    pub fn injects_before(&self) -> bool {
+        matches!(self, Signal::Output { .. } | Signal::Terminal)
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Tracker {
+    open: Vec<Call>,
+    max_open_calls: usize,
+    /// Calls not tracked because `max_open_calls` were already open.
+    pub untracked_calls: u64,
+}
+
+impl Tracker {
+    pub fn new(max_open_calls: usize) -> Self {
+        Tracker {
+            open: Vec::new(),
+            max_open_calls,
+            untracked_calls: 0,
+        }
+    }
+
+    /// The calls started and not yet finished, in the order they started.
+    pub fn open_calls(&self) -> &[Call] {
+        &self.open
+    }
+
+    /// Applies `signal`, appending the transitions it causes to `out`.
+    pub fn on_signal(
+        &mut self,
+        signal: Signal<'_>,
+        now: Instant,
+        classifier: &Classifier,
+        failure: &FailureRules,
+        out: &mut Vec<Transition>,
+    ) {
+        match signal {
+            Signal::CallAdded(item) => {
+                self.start(item, now, classifier, out);
+            }
+            Signal::CallDone(item) => {
+                let index = match self.position(&item.call_id) {
+                    Some(i) => Some(i),
+                    // The added event was missed (e.g. it was oversize): start the call now.
+                    None => self.start(item, now, classifier, out),
+                };
+                if let Some(call) = index.map(|i| &mut self.open[i])
+                    && call.running_since.is_none()
+                {
+                    call.running_since = Some(now);
+                    out.push(Transition {
+                        call: call.clone(),
+                        phase: Phase::Running,
+                    });
+                }
+            }
+            Signal::Output { call_id, facts } => {
+                if let Some(i) = self.position(&call_id) {
+                    let call = self.open.remove(i);
+                    let outcome = failure.judge(&facts);
+                    out.push(finished(call, outcome, now));
+                }
+            }
+            Signal::Terminal => self.finish(now, out),
+        }
+    }
+
+    /// Closes every open call as failed for lack of output (the stream ended).
+    pub fn finish(&mut self, now: Instant, out: &mut Vec<Transition>) {
+        for call in self.open.drain(..) {
+            out.push(finished(call, Outcome::Failed(Failure::NoOutput), now));
+        }
+    }
+
+    fn position(&self, call_id: &str) -> Option<usize> {
+        self.open.iter().position(|c| c.call_id == call_id)
+    }
+
+    fn start(
+        &mut self,
+        item: CallItem<'_>,
+        now: Instant,
+        classifier: &Classifier,
+        out: &mut Vec<Transition>,
+    ) -> Option<usize> {
+        if self.position(&item.call_id).is_some() {
+            return None;
+        }
+        let kind = classifier.classify(&item.name);
+        if kind == Kind::Ignore {
+            return None;
+        }
+        if self.open.len() >= self.max_open_calls {
+            self.untracked_calls += 1;
+            return None;
+        }
+        let call = Call {
+            item_id: item
+                .item_id
+                .unwrap_or(Cow::Borrowed(&item.call_id))
+                .into_owned(),
+            call_id: item.call_id.into_owned(),
+            output_index: item.output_index,
+            name: item.name.into_owned(),
+            kind,
+            added_at: now,
+            running_since: None,
+        };
+        out.push(Transition {
+            call: call.clone(),
+            phase: Phase::Started,
+        });
+        self.open.push(call);
+        Some(self.open.len() - 1)
+    }
+}
+
+fn finished(call: Call, outcome: Outcome, now: Instant) -> Transition {
+    let since = call.running_since.unwrap_or(call.added_at);
+    Transition {
+        phase: Phase::Finished {
+            outcome,
+            duration: now.saturating_duration_since(since),
+        },
+        call,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    fn item(call_id: &'static str, name: &'static str) -> CallItem<'static> {
+        CallItem {
+            call_id: call_id.into(),
+            item_id: Some(format!("fc_{call_id}").into()),
+            output_index: Some(1),
+            name: name.into(),
+        }
+    }
+
+    fn output(call_id: &'static str) -> Signal<'static> {
+        Signal::Output {
+            call_id: call_id.into(),
+            facts: OutputFacts::default(),
+        }
+    }
+
+    struct Run {
+        tracker: Tracker,
+        classifier: Classifier,
+        failure: FailureRules,
+        t0: Instant,
+    }
+
+    impl Run {
+        fn new(max: usize) -> Self {
+            Run {
+                tracker: Tracker::new(max),
+                classifier: Classifier::default(),
+                failure: FailureRules::default(),
+                t0: Instant::now(),
+            }
+        }
+        fn send(&mut self, s: Signal<'_>, ms: u64) -> Vec<(String, Phase)> {
+            let mut out = Vec::new();
+            let now = self.t0 + Duration::from_millis(ms);
+            self.tracker
+                .on_signal(s, now, &self.classifier, &self.failure, &mut out);
+            out.into_iter().map(|t| (t.call.call_id, t.phase)).collect()
+        }
+    }
+
+    fn done(ms: u64) -> Phase {
+        Phase::Finished {
+            outcome: Outcome::Completed,
+            duration: Duration::from_millis(ms),
+        }
+    }
+
+    #[test]
+    fn parallel_calls_close_in_any_order_with_durations() {
+        let mut r = Run::new(8);
+        assert_eq!(
+            r.send(Signal::CallAdded(item("a", "web_search")), 0).len(),
+            1
+        );
+        r.send(Signal::CallAdded(item("b", "file_search")), 1);
+        assert_eq!(
+            r.send(Signal::CallDone(item("a", "web_search")), 10),
+            vec![("a".into(), Phase::Running)]
+        );
+        r.send(Signal::CallDone(item("b", "file_search")), 20);
+        assert_eq!(r.send(output("b"), 70), vec![("b".into(), done(50))]);
+        assert_eq!(r.send(output("a"), 110), vec![("a".into(), done(100))]);
+        assert!(r.send(output("a"), 120).is_empty(), "closed exactly once");
+        assert!(r.send(Signal::Terminal, 130).is_empty());
+    }
+
+    #[test]
+    fn terminal_and_finish_close_what_is_open() {
+        let mut r = Run::new(8);
+        r.send(Signal::CallAdded(item("a", "web_search")), 0);
+        r.send(Signal::CallDone(item("a", "web_search")), 0);
+        let closed = r.send(Signal::Terminal, 5);
+        assert!(matches!(
+            &closed[..],
+            [(
+                _,
+                Phase::Finished {
+                    outcome: Outcome::Failed(Failure::NoOutput),
+                    ..
+                }
+            )]
+        ));
+        r.send(Signal::CallAdded(item("b", "x")), 6);
+        let mut out = Vec::new();
+        r.tracker.finish(r.t0, &mut out);
+        assert_eq!(out.len(), 1);
+        assert!(r.tracker.open_calls().is_empty());
+    }
+
+    #[test]
+    fn done_without_added_starts_the_call_and_duplicates_are_ignored() {
+        let mut r = Run::new(8);
+        let phases: Vec<_> = r
+            .send(Signal::CallDone(item("a", "web_search")), 0)
+            .into_iter()
+            .map(|p| p.1)
+            .collect();
+        assert_eq!(phases, vec![Phase::Started, Phase::Running]);
+        assert!(
+            r.send(Signal::CallAdded(item("a", "web_search")), 1)
+                .is_empty()
+        );
+        assert!(
+            r.send(Signal::CallDone(item("a", "web_search")), 1)
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn ignore_kind_and_the_open_call_limit() {
+        let mut r = Run::new(1);
+        r.classifier = Classifier::new(vec![(vec!["secret_*".into()], Kind::Ignore)]).expect("ok");
+        assert!(
+            r.send(Signal::CallAdded(item("a", "secret_x")), 0)
+                .is_empty()
+        );
+        assert_eq!(
+            r.send(Signal::CallAdded(item("b", "web_search")), 0).len(),
+            1
+        );
+        assert!(
+            r.send(Signal::CallAdded(item("c", "web_search")), 0)
+                .is_empty()
+        );
+        assert_eq!(r.tracker.untracked_calls, 1);
+    }
+}

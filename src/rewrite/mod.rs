@@ -1,0 +1,236 @@
+//! The rewriter: SSE parser + Responses dialect + call tracker + profiles, sans-IO.
+//!
+//! `feed(chunk, now)` returns the bytes to send on; `finish(now)` the last ones at upstream EOF.
+//! Time only comes in as `now`, so every case is a plain unit test. Invariants (PRODUCT.md §2):
+//! upstream events go out as their own bytes, in order, changed only in their `sequence_number`
+//! digits when numbers must shift; injected events go out the moment their trigger is complete;
+//! every injected `in_progress` is closed exactly once; events that cannot be read are forwarded
+//! as they are; the output does not depend on how the input was split.
+
+pub mod number;
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use bytes::{Bytes, BytesMut};
+
+use crate::config::Config;
+use crate::dialect::responses::{self, SequenceNumber};
+use crate::lifecycle::{Signal, Tracker, Transition};
+use crate::profiles::Profile;
+use crate::sse::{self, Event, Item, NewEvent, Parser};
+use number::Numbering;
+
+/// Counters for one stream, for logs and metrics.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Stats {
+    /// Complete upstream event blocks seen (comments and oversize events included).
+    pub events_in: u64,
+    pub injected: u64,
+    /// Upstream events whose `sequence_number` was rewritten.
+    pub renumbered: u64,
+    /// Events forwarded uninterpreted because their data could not be read (fail-open).
+    pub unreadable: u64,
+    /// Bytes of events over `max_event_bytes`, forwarded uninterpreted.
+    pub oversize_bytes: u64,
+    /// Calls left without a terminal event because the stream ended inside an oversize event,
+    /// where nothing can be injected without corrupting it.
+    pub unclosed_at_eof: u64,
+}
+
+pub struct Rewriter {
+    config: Arc<Config>,
+    profiles: Vec<Profile>,
+    parser: Parser,
+    tracker: Tracker,
+    numbering: Numbering,
+    out: BytesMut,
+    /// Scratch space reused across events.
+    transitions: Vec<Transition>,
+    new_events: Vec<NewEvent>,
+    last_output: Option<Instant>,
+    stats: Stats,
+}
+
+impl Rewriter {
+    /// A rewriter for one stream, with the default profile (`openai`).
+    pub fn new(config: Arc<Config>) -> Self {
+        Rewriter {
+            parser: Parser::new(config.limits.max_event_bytes),
+            tracker: Tracker::new(config.limits.max_open_calls),
+            config,
+            profiles: vec![Profile::OpenAi],
+            numbering: Numbering::default(),
+            out: BytesMut::new(),
+            transitions: Vec::new(),
+            new_events: Vec::new(),
+            last_output: None,
+            stats: Stats::default(),
+        }
+    }
+
+    pub fn stats(&self) -> Stats {
+        self.stats
+    }
+
+    /// Rewrites the next upstream bytes; returns what to send now (possibly nothing, while an
+    /// event is incomplete).
+    pub fn feed(&mut self, chunk: &[u8], now: Instant) -> Bytes {
+        self.parser.push(chunk);
+        while let Some(item) = self.parser.next_item() {
+            self.on_item(item, now);
+        }
+        self.take_output(now)
+    }
+
+    /// Upstream ended (EOF or disconnect): closes the calls still open and returns the last
+    /// bytes. Closing events go before an unterminated tail, which clients discard anyway.
+    pub fn finish(&mut self, now: Instant) -> Bytes {
+        self.parser.finish();
+        while let Some(item) = self.parser.next_item() {
+            if let Item::Incomplete(tail) = item {
+                self.close_all(now);
+                self.out.extend_from_slice(&tail);
+            } else {
+                self.on_item(item, now);
+            }
+        }
+        self.close_all(now);
+        self.take_output(now)
+    }
+
+    /// When a heartbeat comment is due: only while a call shown by a profile is running, the
+    /// interval is not zero, and no half-sent event is open on the client side.
+    pub fn next_heartbeat(&self) -> Option<Instant> {
+        let interval = self.config.heartbeat;
+        if interval.is_zero() || self.parser.is_mid_event_output() {
+            return None;
+        }
+        let running =
+            self.tracker.open_calls().iter().filter(|c| {
+                c.running_since.is_some() && self.profiles.iter().any(|p| p.shows(c.kind))
+            });
+        let earliest = running.filter_map(|c| c.running_since).min()?;
+        let quiet_since = self.last_output.map_or(earliest, |t| t.max(earliest));
+        Some(quiet_since + interval)
+    }
+
+    pub fn heartbeat_due(&self, now: Instant) -> bool {
+        self.next_heartbeat().is_some_and(|at| at <= now)
+    }
+
+    /// The upstream has been quiet: returns a heartbeat comment if one is due, else nothing.
+    pub fn on_idle(&mut self, now: Instant) -> Bytes {
+        if self.heartbeat_due(now) {
+            self.out.extend_from_slice(sse::HEARTBEAT);
+        }
+        self.take_output(now)
+    }
+
+    fn take_output(&mut self, now: Instant) -> Bytes {
+        if !self.out.is_empty() {
+            self.last_output = Some(now);
+        }
+        self.out.split().freeze()
+    }
+
+    fn on_item(&mut self, item: Item, now: Instant) {
+        match item {
+            Item::Event(event) => {
+                self.stats.events_in += 1;
+                self.on_event(&event, now);
+            }
+            Item::Oversize(bytes) | Item::Incomplete(bytes) => {
+                self.stats.oversize_bytes += bytes.len() as u64;
+                self.out.extend_from_slice(&bytes);
+            }
+        }
+    }
+
+    fn on_event(&mut self, event: &Event, now: Instant) {
+        let Some(data) = event.data() else {
+            // Comments, `id`/`retry`-only blocks, stray blank lines.
+            return self.out.extend_from_slice(event.raw());
+        };
+        let must_read =
+            self.numbering.is_shifting() || event.event_type().is_none_or(responses::may_signal);
+        if !must_read {
+            return self.out.extend_from_slice(event.raw());
+        }
+        let Ok(reading) = responses::read(&data) else {
+            self.stats.unreadable += 1;
+            return self.out.extend_from_slice(event.raw());
+        };
+        let sequence_number = reading.sequence_number;
+        self.numbering
+            .begin(sequence_number.as_ref().map(|s| s.value));
+        let Some(signal) = reading.signal else {
+            return self.forward(event, sequence_number);
+        };
+        let before = signal.injects_before();
+        self.track(signal, now);
+        if before {
+            self.inject();
+            self.forward(event, sequence_number);
+        } else {
+            self.forward(event, sequence_number);
+            self.inject();
+        }
+    }
+
+    fn track(&mut self, signal: Signal<'_>, now: Instant) {
+        let config = &self.config;
+        self.tracker.on_signal(
+            signal,
+            now,
+            &config.classifier,
+            &config.failure,
+            &mut self.transitions,
+        );
+    }
+
+    /// Writes the upstream event, with its number rewritten in place if it changed.
+    fn forward(&mut self, event: &Event, upstream: Option<SequenceNumber>) {
+        let raw = event.raw();
+        let renumbered = self.numbering.forward();
+        let (Some(seq), Some(new)) = (upstream, renumbered) else {
+            return self.out.extend_from_slice(raw);
+        };
+        let start = event.raw_offset_of_data(seq.span.start);
+        let last = event.raw_offset_of_data(seq.span.end - 1);
+        match (start, last) {
+            (Some(start), Some(last)) if new != seq.value && last + 1 - start == seq.span.len() => {
+                self.stats.renumbered += 1;
+                self.out.extend_from_slice(&raw[..start]);
+                self.out
+                    .extend_from_slice(itoa::Buffer::new().format(new).as_bytes());
+                self.out.extend_from_slice(&raw[last + 1..]);
+            }
+            _ => self.out.extend_from_slice(raw),
+        }
+    }
+
+    /// Renders, numbers and writes the events for the pending transitions.
+    fn inject(&mut self) {
+        for transition in self.transitions.drain(..) {
+            for profile in &self.profiles {
+                profile.render(&transition, &mut self.new_events);
+            }
+        }
+        for event in self.new_events.drain(..) {
+            let seq = self.numbering.inject();
+            sse::encode(&mut self.out, &event, seq);
+            self.stats.injected += 1;
+        }
+    }
+
+    fn close_all(&mut self, now: Instant) {
+        if self.parser.is_mid_event_output() {
+            self.stats.unclosed_at_eof += self.tracker.open_calls().len() as u64;
+            return;
+        }
+        self.numbering.begin(None);
+        self.tracker.finish(now, &mut self.transitions);
+        self.inject();
+    }
+}
