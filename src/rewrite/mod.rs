@@ -234,3 +234,6 @@ impl Rewriter {
         self.inject();
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,142 @@
+//! Unit tests of the rewriter with an explicit clock: durations, heartbeats, the end of the
+//! stream. Whole-stream behaviour is covered by the golden fixtures in `tests/`.
+
+use std::time::Duration;
+
+use super::*;
+
+const ADDED: &str = r#"{"type":"response.output_item.added","sequence_number":1,"output_index":0,"item":{"id":"fc_1","type":"function_call","name":"web_search","call_id":"c1","arguments":""}}"#;
+const DONE: &str = r#"{"type":"response.output_item.done","sequence_number":2,"output_index":0,"item":{"id":"fc_1","type":"function_call","name":"web_search","call_id":"c1","arguments":"{}"}}"#;
+const OUTPUT: &str = r#"{"type":"response.output_item.added","sequence_number":3,"output_index":1,"item":{"id":"o_1","type":"function_call_output","call_id":"c1","output":"8 results","status":"completed"}}"#;
+
+fn ev(json: &str) -> Vec<u8> {
+    let kind = json.split('"').nth(3).expect("type first");
+    format!("event: {kind}\ndata: {json}\n\n").into_bytes()
+}
+
+fn rewriter(heartbeat_ms: u64) -> Rewriter {
+    Rewriter::new(Arc::new(Config {
+        heartbeat: Duration::from_millis(heartbeat_ms),
+        ..Config::default()
+    }))
+}
+
+fn text(b: &Bytes) -> &str {
+    std::str::from_utf8(b).expect("utf-8")
+}
+
+#[test]
+fn duration_is_measured_from_running_to_output() {
+    let t0 = Instant::now();
+    let mut r = rewriter(0);
+    r.feed(&ev(ADDED), t0);
+    let running = r.feed(&ev(DONE), t0 + Duration::from_millis(5));
+    assert!(text(&running).contains("web_search_call.searching"));
+    let out = r.feed(&ev(OUTPUT), t0 + Duration::from_millis(1255));
+    let out = text(&out);
+    assert!(
+        out.starts_with("event: response.web_search_call.completed\n"),
+        "{out}"
+    );
+    assert!(out.contains(r#""sequence_number":5,"#), "{out}");
+    assert!(
+        out.contains(r#""outcome":"completed","duration_ms":1250}"#),
+        "{out}"
+    );
+    assert!(
+        out.contains(r#""sequence_number":6,"output_index":1"#),
+        "renumbered: {out}"
+    );
+    assert_eq!(r.stats().injected, 3);
+    assert_eq!(r.stats().renumbered, 1);
+}
+
+#[test]
+fn injected_events_leave_with_their_trigger() {
+    let t0 = Instant::now();
+    let mut r = rewriter(0);
+    r.feed(&ev(ADDED), t0);
+    let done = ev(DONE);
+    let (head, last) = done.split_at(done.len() - 1);
+    assert!(r.feed(head, t0).is_empty(), "the event is not complete yet");
+    let out = r.feed(last, t0);
+    assert!(text(&out).contains("web_search_call.in_progress"));
+}
+
+#[test]
+fn heartbeats_only_while_a_shown_tool_runs_and_upstream_is_quiet() {
+    let t0 = Instant::now();
+    let ms = |n| t0 + Duration::from_millis(n);
+    let mut r = rewriter(1000);
+    r.feed(&ev(ADDED), t0);
+    assert_eq!(r.next_heartbeat(), None, "not running yet");
+    r.feed(&ev(DONE), ms(100));
+    assert_eq!(r.next_heartbeat(), Some(ms(1100)));
+    assert!(r.on_idle(ms(1099)).is_empty());
+    assert_eq!(&r.on_idle(ms(1100))[..], sse::HEARTBEAT);
+    assert_eq!(
+        r.next_heartbeat(),
+        Some(ms(2100)),
+        "counted from the last bytes sent"
+    );
+    r.feed(b"event: response.in_progress\ndata: {}\n\n", ms(1500));
+    assert_eq!(r.next_heartbeat(), Some(ms(2500)));
+    r.feed(&ev(OUTPUT), ms(1600));
+    assert_eq!(r.next_heartbeat(), None, "no tool runs any more");
+    assert!(r.on_idle(ms(9000)).is_empty());
+}
+
+#[test]
+fn heartbeats_off_and_not_for_unshown_kinds() {
+    let t0 = Instant::now();
+    let mut r = rewriter(0);
+    r.feed(&ev(ADDED), t0);
+    r.feed(&ev(DONE), t0);
+    assert_eq!(r.next_heartbeat(), None);
+    let mut r = rewriter(1000);
+    let plain = |s: &str| s.replace("web_search", "get_weather");
+    r.feed(&ev(&plain(ADDED)), t0);
+    r.feed(&ev(&plain(DONE)), t0);
+    assert_eq!(
+        r.next_heartbeat(),
+        None,
+        "generic functions show nothing in `openai`"
+    );
+}
+
+#[test]
+fn eof_inside_an_oversize_event_injects_nothing_into_it() {
+    let t0 = Instant::now();
+    let mut config = Config::default();
+    config.limits.max_event_bytes = 1024;
+    let mut r = Rewriter::new(Arc::new(config));
+    r.feed(&ev(ADDED), t0);
+    r.feed(&ev(DONE), t0);
+    let big = format!("data: {}", "x".repeat(2000));
+    let out = r.feed(big.as_bytes(), t0);
+    assert_eq!(&out[..], big.as_bytes(), "oversize bytes stream through");
+    assert_eq!(
+        r.next_heartbeat(),
+        None,
+        "a heartbeat would land inside the event"
+    );
+    assert!(r.finish(t0).is_empty());
+    assert_eq!(r.stats().unclosed_at_eof, 1);
+}
+
+#[test]
+fn unterminated_tail_comes_after_the_closing_events() {
+    let t0 = Instant::now();
+    let mut r = rewriter(0);
+    r.feed(&ev(ADDED), t0);
+    r.feed(&ev(DONE), t0);
+    r.feed(b"data: {\"type\":\"resp", t0);
+    let out = r.finish(t0);
+    let out = text(&out);
+    assert!(
+        out.starts_with("event: response.web_search_call.completed\n"),
+        "{out}"
+    );
+    assert!(out.contains(r#""outcome":"failed""#));
+    assert!(out.ends_with("\n\ndata: {\"type\":\"resp"), "{out}");
+}
