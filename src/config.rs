@@ -4,8 +4,11 @@
 //!
 //! The keys are a public contract; `config/toolpulse.toml` documents each with its default.
 
-use std::path::Path;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
+
+use http::Uri;
 
 use serde::Deserialize;
 use toml::Spanned;
@@ -19,6 +22,10 @@ pub const DEFAULT_MAX_EVENT_BYTES: usize = 16 * 1024 * 1024;
 pub const MIN_MAX_EVENT_BYTES: usize = 1024;
 pub const MAX_MAX_EVENT_BYTES: usize = 1 << 30;
 pub const DEFAULT_MAX_OPEN_CALLS: usize = 256;
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
+pub const DEFAULT_CONNECT_TIMEOUT_MS: u64 = 5_000;
+/// Generous: a non-streaming request may legitimately take minutes before its headers.
+pub const DEFAULT_HEADER_TIMEOUT_MS: u64 = 300_000;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -43,6 +50,51 @@ pub struct Config {
     /// zero turns heartbeats off.
     pub heartbeat: Duration,
     pub limits: Limits,
+    pub proxy: ProxyConfig,
+}
+
+/// The `[proxy]` section: where to listen and which gateway to forward to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProxyConfig {
+    pub listen: SocketAddr,
+    /// The gateway's base URL (`http://` or `https://`, optionally with a path prefix).
+    /// Required to serve; `--upstream` may give it instead.
+    pub upstream: Option<Uri>,
+    /// Extra PEM root certificates trusted for `https://` upstreams (private CAs).
+    pub upstream_ca: Option<PathBuf>,
+    /// Forward the client's `Host` instead of the upstream's authority.
+    pub preserve_host: bool,
+    pub connect_timeout: Duration,
+    /// How long the upstream may take to send response headers; the body has no time limit.
+    pub header_timeout: Duration,
+}
+
+impl Default for ProxyConfig {
+    fn default() -> Self {
+        ProxyConfig {
+            listen: DEFAULT_LISTEN.parse().expect("a valid default address"),
+            upstream: None,
+            upstream_ca: None,
+            preserve_host: false,
+            connect_timeout: Duration::from_millis(DEFAULT_CONNECT_TIMEOUT_MS),
+            header_timeout: Duration::from_millis(DEFAULT_HEADER_TIMEOUT_MS),
+        }
+    }
+}
+
+/// Parses and checks an upstream base URL: `http`/`https`, an authority, no query.
+pub fn parse_upstream(text: &str) -> Result<Uri, String> {
+    let uri: Uri = text.parse().map_err(|e| format!("not a URL: {e}"))?;
+    if !matches!(uri.scheme_str(), Some("http" | "https")) {
+        return Err("must start with http:// or https://".into());
+    }
+    if uri.authority().is_none() {
+        return Err("must name a host".into());
+    }
+    if uri.query().is_some() {
+        return Err("must not have a query".into());
+    }
+    Ok(uri)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,6 +115,7 @@ impl Default for Config {
                 max_event_bytes: DEFAULT_MAX_EVENT_BYTES,
                 max_open_calls: DEFAULT_MAX_OPEN_CALLS,
             },
+            proxy: ProxyConfig::default(),
         }
     }
 }
@@ -74,6 +127,31 @@ struct RawConfig {
     failure: RawFailure,
     heartbeat: RawHeartbeat,
     limits: RawLimits,
+    proxy: RawProxy,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, default)]
+struct RawProxy {
+    listen: Spanned<String>,
+    upstream: Option<Spanned<String>>,
+    upstream_ca: Option<PathBuf>,
+    preserve_host: bool,
+    connect_timeout_ms: u64,
+    header_timeout_ms: u64,
+}
+
+impl Default for RawProxy {
+    fn default() -> Self {
+        RawProxy {
+            listen: Spanned::new(0..0, DEFAULT_LISTEN.to_string()),
+            upstream: None,
+            upstream_ca: None,
+            preserve_host: false,
+            connect_timeout_ms: DEFAULT_CONNECT_TIMEOUT_MS,
+            header_timeout_ms: DEFAULT_HEADER_TIMEOUT_MS,
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -175,7 +253,29 @@ impl Config {
             ));
         }
 
+        let raw_proxy = raw.proxy;
+        let listen = raw_proxy.listen.get_ref().parse().map_err(|e| {
+            let message = format!("not an address like 127.0.0.1:8080: {e}");
+            invalid("proxy.listen".into(), raw_proxy.listen.span(), message)
+        })?;
+        let upstream = match &raw_proxy.upstream {
+            Some(text) => Some(
+                parse_upstream(text.get_ref())
+                    .map_err(|m| invalid("proxy.upstream".into(), text.span(), m))?,
+            ),
+            None => None,
+        };
+        let proxy = ProxyConfig {
+            listen,
+            upstream,
+            upstream_ca: raw_proxy.upstream_ca,
+            preserve_host: raw_proxy.preserve_host,
+            connect_timeout: Duration::from_millis(raw_proxy.connect_timeout_ms),
+            header_timeout: Duration::from_millis(raw_proxy.header_timeout_ms),
+        };
+
         Ok(Config {
+            proxy,
             classifier,
             failure,
             heartbeat: Duration::from_millis(raw.heartbeat.interval_ms),
@@ -263,6 +363,10 @@ mod tests {
             interval_ms = 0
             [limits]
             max_event_bytes = 4096
+            [proxy]
+            listen = "0.0.0.0:9000"
+            upstream = "https://gateway.internal:8443/v1"
+            preserve_host = true
             "#,
         )
         .expect("valid");
@@ -270,6 +374,10 @@ mod tests {
         assert_eq!(c.failure.patterns().len(), 1);
         assert_eq!(c.heartbeat, Duration::ZERO);
         assert_eq!(c.limits.max_event_bytes, 4096);
+        assert_eq!(c.proxy.listen.port(), 9000);
+        let upstream = c.proxy.upstream.expect("set");
+        assert_eq!(upstream.path(), "/v1");
+        assert!(c.proxy.preserve_host);
     }
 
     #[test]
@@ -284,6 +392,13 @@ mod tests {
         assert!(e.contains("tools[0].match: must list"), "{e}");
         let e = error("[[tools]]\nmatch = [\"x\"]\nkind = \"robot\"\n");
         assert!(e.contains("line 3") && e.contains("unknown variant"), "{e}");
+        let e = error("[proxy]\nupstream = \"ftp://x\"\n");
+        assert!(
+            e.contains("line 2: proxy.upstream: must start with http"),
+            "{e}"
+        );
+        let e = error("[proxy]\nlisten = \"localhost\"\n");
+        assert!(e.contains("line 2: proxy.listen"), "{e}");
         let e = error("[heartbeat]\ninterval = 5\n");
         assert!(e.contains("unknown field `interval`"), "{e}");
     }

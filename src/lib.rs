@@ -12,10 +12,12 @@
 //!   the tests (and fuzzing).
 
 pub mod config;
+pub mod demo;
 pub mod dialect;
 pub mod invariants;
 pub mod lifecycle;
 pub mod profiles;
+pub mod proxy;
 pub mod rewrite;
 pub mod sse;
 

@@ -2,6 +2,7 @@
 //! printed as one line and exit non-zero; nothing here panics on bad input.
 
 use std::io::{self, Read, Write};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -18,15 +19,34 @@ const READ_CHUNK_BYTES: usize = 64 * 1024;
 #[command(
     name = "toolpulse",
     version,
-    about = "Tool lifecycle events for OpenAI Responses API streams"
+    about = "Tool lifecycle events for OpenAI Responses API streams",
+    args_conflicts_with_subcommands = true
 )]
 struct Cli {
     #[command(subcommand)]
-    command: Command,
+    command: Option<Command>,
+    #[command(flatten)]
+    serve: ServeArgs,
+}
+
+/// Running the proxy (the default command).
+#[derive(clap::Args)]
+struct ServeArgs {
+    /// Config file (TOML); built-in defaults when absent.
+    #[arg(long, env = "TOOLPULSE_CONFIG")]
+    config: Option<PathBuf>,
+    /// Address to listen on (overrides `[proxy] listen`).
+    #[arg(long)]
+    listen: Option<SocketAddr>,
+    /// The gateway's base URL (overrides `[proxy] upstream`).
+    #[arg(long)]
+    upstream: Option<String>,
 }
 
 #[derive(Subcommand)]
 enum Command {
+    /// Run a scripted gateway, the proxy in front of it and one request, printing events live.
+    Demo,
     /// Rewrite a recorded SSE stream (a file, or `-` for stdin) to stdout, as the proxy would.
     Rewrite {
         /// Config file (TOML); built-in defaults when absent.
@@ -46,8 +66,10 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Rewrite { config, input } => rewrite(config.as_deref(), &input),
-        Command::Check { file } => check(&file),
+        None => serve(cli.serve),
+        Some(Command::Demo) => runtime().and_then(|rt| rt.block_on(toolpulse::demo::run())),
+        Some(Command::Rewrite { config, input }) => rewrite(config.as_deref(), &input),
+        Some(Command::Check { file }) => check(&file),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -56,6 +78,58 @@ fn main() -> ExitCode {
             eprintln!("toolpulse: {e:#}");
             ExitCode::FAILURE
         }
+    }
+}
+
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?)
+}
+
+fn serve(args: ServeArgs) -> anyhow::Result<()> {
+    let mut config = load_config(args.config.as_deref())?;
+    if let Some(listen) = args.listen {
+        config.proxy.listen = listen;
+    }
+    if let Some(upstream) = &args.upstream {
+        let uri = toolpulse::config::parse_upstream(upstream)
+            .map_err(|e| anyhow::anyhow!("--upstream {upstream}: {e}"))?;
+        config.proxy.upstream = Some(uri);
+    }
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(io::stderr)
+        .init();
+    let config = Arc::new(config);
+    let proxy = Arc::new(toolpulse::proxy::Proxy::new(config.clone())?);
+    runtime()?.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(config.proxy.listen)
+            .await
+            .with_context(|| format!("cannot listen on {}", config.proxy.listen))?;
+        let upstream = config.proxy.upstream.as_ref().map(ToString::to_string);
+        tracing::info!(listen = %listener.local_addr()?, upstream, "toolpulse listening");
+        toolpulse::proxy::server::serve(listener, proxy, stop_signal()).await;
+        tracing::info!("stopped accepting connections");
+        Ok(())
+    })
+}
+
+/// Completes on SIGINT or SIGTERM.
+async fn stop_signal() {
+    let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+        Ok(term) => term,
+        Err(error) => {
+            tracing::error!(%error, "cannot listen for SIGTERM");
+            return std::future::pending().await;
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => tracing::info!("SIGINT received"),
+        _ = term.recv() => tracing::info!("SIGTERM received"),
     }
 }
 

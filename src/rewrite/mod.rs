@@ -49,6 +49,8 @@ pub struct Rewriter {
     transitions: Vec<Transition>,
     new_events: Vec<NewEvent>,
     last_output: Option<Instant>,
+    /// Stream resumption: drop output until an event numbered above this has gone out.
+    resume_after: Option<u64>,
     stats: Stats,
 }
 
@@ -65,7 +67,27 @@ impl Rewriter {
             transitions: Vec::new(),
             new_events: Vec::new(),
             last_output: None,
+            resume_after: None,
             stats: Stats::default(),
+        }
+    }
+
+    /// Resumes a stream for a client that has seen every event numbered up to `n` (in the
+    /// rewritten numbering): everything before the first event numbered above `n` is dropped.
+    pub fn resume_after(mut self, n: u64) -> Self {
+        self.resume_after = Some(n);
+        self
+    }
+
+    /// Whether an event numbered `number` goes out, given stream resumption.
+    fn passes(&mut self, number: Option<u64>) -> bool {
+        match (self.resume_after, number) {
+            (None, _) => true,
+            (Some(n), Some(m)) if m > n => {
+                self.resume_after = None;
+                true
+            }
+            (Some(_), _) => false,
         }
     }
 
@@ -142,7 +164,7 @@ impl Rewriter {
             }
             Item::Oversize(bytes) | Item::Incomplete(bytes) => {
                 self.stats.oversize_bytes += bytes.len() as u64;
-                self.out.extend_from_slice(&bytes);
+                self.write_unnumbered(&bytes);
             }
         }
     }
@@ -150,16 +172,16 @@ impl Rewriter {
     fn on_event(&mut self, event: &Event, now: Instant) {
         let Some(data) = event.data() else {
             // Comments, `id`/`retry`-only blocks, stray blank lines.
-            return self.out.extend_from_slice(event.raw());
+            return self.write_unnumbered(event.raw());
         };
         let must_read =
             self.numbering.is_shifting() || event.event_type().is_none_or(responses::may_signal);
-        if !must_read {
+        if !must_read && self.resume_after.is_none() {
             return self.out.extend_from_slice(event.raw());
         }
         let Ok(reading) = responses::read(&data) else {
             self.stats.unreadable += 1;
-            return self.out.extend_from_slice(event.raw());
+            return self.write_unnumbered(event.raw());
         };
         let sequence_number = reading.sequence_number;
         self.numbering
@@ -193,6 +215,9 @@ impl Rewriter {
     fn forward(&mut self, event: &Event, upstream: Option<SequenceNumber>) {
         let raw = event.raw();
         let renumbered = self.numbering.forward();
+        if !self.passes(renumbered) {
+            return;
+        }
         let (Some(seq), Some(new)) = (upstream, renumbered) else {
             return self.out.extend_from_slice(raw);
         };
@@ -217,10 +242,21 @@ impl Rewriter {
                 profile.render(&transition, &mut self.new_events);
             }
         }
-        for event in self.new_events.drain(..) {
+        let events = std::mem::take(&mut self.new_events);
+        for event in &events {
             let seq = self.numbering.inject();
-            sse::encode(&mut self.out, &event, seq);
-            self.stats.injected += 1;
+            if self.passes(seq) {
+                sse::encode(&mut self.out, event, seq);
+                self.stats.injected += 1;
+            }
+        }
+        self.new_events = events;
+        self.new_events.clear();
+    }
+
+    fn write_unnumbered(&mut self, bytes: &[u8]) {
+        if self.passes(None) {
+            self.out.extend_from_slice(bytes);
         }
     }
 

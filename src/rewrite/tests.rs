@@ -140,3 +140,19 @@ fn unterminated_tail_comes_after_the_closing_events() {
     assert!(out.contains(r#""outcome":"failed""#));
     assert!(out.ends_with("\n\ndata: {\"type\":\"resp"), "{out}");
 }
+
+#[test]
+fn resumption_sends_exactly_what_the_client_missed() {
+    let t0 = Instant::now();
+    let created = r#"{"type":"response.created","sequence_number":0}"#;
+    let input = [ev(created), ev(ADDED), ev(DONE), ev(OUTPUT)].concat();
+    let full = rewriter(0).feed(&input, t0);
+    let full = text(&full);
+    let blocks: Vec<&str> = full.split_inclusive("\n\n").collect();
+    assert_eq!(blocks.len(), 7, "4 upstream + 3 injected");
+    for n in 0..7u64 {
+        let resumed = rewriter(0).resume_after(n).feed(&input, t0);
+        let expected: String = blocks[n as usize + 1..].concat();
+        assert_eq!(text(&resumed), expected, "starting_after={n}");
+    }
+}

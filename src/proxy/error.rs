@@ -1,0 +1,72 @@
+//! Errors the proxy answers itself, before any upstream response header was sent: an
+//! OpenAI-style JSON body, so SDKs surface a readable `APIError` instead of a parse failure.
+
+use bytes::Bytes;
+use http::{HeaderValue, Response, StatusCode, header};
+use serde_json::json;
+
+use super::body::ProxyBody;
+
+/// Whose fault an error is, and how the client is told.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProxyError {
+    /// The upstream could not be connected to.
+    Unreachable,
+    /// The upstream did not send response headers within `header_timeout_ms`.
+    HeaderTimeout,
+    /// The upstream connection failed otherwise before headers (closed, reset, not HTTP).
+    Upstream,
+}
+
+impl ProxyError {
+    pub fn status(self) -> StatusCode {
+        match self {
+            ProxyError::HeaderTimeout => StatusCode::GATEWAY_TIMEOUT,
+            ProxyError::Unreachable | ProxyError::Upstream => StatusCode::BAD_GATEWAY,
+        }
+    }
+
+    pub fn code(self) -> &'static str {
+        match self {
+            ProxyError::Unreachable => "upstream_unreachable",
+            ProxyError::HeaderTimeout => "upstream_timeout",
+            ProxyError::Upstream => "upstream_error",
+        }
+    }
+
+    pub fn response(self, message: &str) -> Response<ProxyBody> {
+        let body = json!({
+            "error": {"message": message, "type": "proxy_error", "code": self.code()}
+        });
+        let mut response = Response::new(ProxyBody::full(Bytes::from(body.to_string())));
+        *response.status_mut() = self.status();
+        response.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        response
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use http_body_util::BodyExt;
+
+    use super::*;
+
+    #[tokio::test]
+    async fn openai_style_body() {
+        let response = ProxyError::HeaderTimeout.response("no headers after 5s");
+        assert_eq!(response.status(), 504);
+        let body = response
+            .into_body()
+            .collect()
+            .await
+            .expect("full body")
+            .to_bytes();
+        let v: serde_json::Value = serde_json::from_slice(&body).expect("json");
+        assert_eq!(v["error"]["type"], "proxy_error");
+        assert_eq!(v["error"]["code"], "upstream_timeout");
+        assert_eq!(v["error"]["message"], "no headers after 5s");
+    }
+}
