@@ -1,7 +1,7 @@
 //! The `toolpulse` command: parses the command line and hands over to the library. Errors are
 //! printed as one line and exit non-zero; nothing here panics on bad input.
 
-use std::io::{self, Read, Write};
+use std::io::{self, IsTerminal, Read, Write};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -103,6 +103,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
         )
         .with_writer(io::stderr)
+        .with_ansi(io::stderr().is_terminal())
         .init();
     let config = Arc::new(config);
     let proxy = Arc::new(toolpulse::proxy::Proxy::new(config.clone())?);
