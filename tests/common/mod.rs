@@ -85,3 +85,88 @@ pub fn split_at<'a>(input: &'a [u8], points: &[usize]) -> Vec<&'a [u8]> {
     chunks.push(&input[start..]);
     chunks
 }
+
+pub mod gateway;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
+use toolpulse::proxy::{Proxy, server};
+
+/// Starts a proxy in front of `upstream` on a loopback port; it runs until the test ends.
+pub async fn start_proxy(mut config: Config, upstream: &str) -> std::net::SocketAddr {
+    config.proxy.upstream = Some(upstream.parse().expect("upstream URL"));
+    let proxy = Arc::new(Proxy::new(Arc::new(config)).expect("proxy"));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    tokio::spawn(server::serve(listener, proxy, std::future::pending()));
+    addr
+}
+
+pub type HttpClient = Client<hyper_util::client::legacy::connect::HttpConnector, Full<Bytes>>;
+
+pub fn http_client() -> HttpClient {
+    Client::builder(TokioExecutor::new()).build_http()
+}
+
+pub async fn post(
+    client: &HttpClient,
+    url: String,
+    body: &'static str,
+) -> http::Response<Incoming> {
+    let request = http::Request::post(url)
+        .header("content-type", "application/json")
+        .body(Full::new(Bytes::from_static(body.as_bytes())))
+        .expect("request");
+    client.request(request).await.expect("response")
+}
+
+/// Reads a whole body, frame by frame, with a time limit so a hang fails the test.
+pub async fn read_all(body: &mut Incoming) -> Vec<u8> {
+    let mut out = Vec::new();
+    let read = async {
+        while let Some(frame) = body.frame().await {
+            if let Ok(data) = frame.expect("body frame").into_data() {
+                out.extend_from_slice(&data);
+            }
+        }
+    };
+    tokio::time::timeout(std::time::Duration::from_secs(10), read)
+        .await
+        .expect("the body ends");
+    out
+}
+
+/// Reads until `needle` has arrived; returns everything read so far.
+pub async fn read_until(body: &mut Incoming, needle: &str) -> Vec<u8> {
+    let mut out = Vec::new();
+    let read = async {
+        while !String::from_utf8_lossy(&out).contains(needle) {
+            let frame = body.frame().await.expect("more body").expect("body frame");
+            if let Ok(data) = frame.into_data() {
+                out.extend_from_slice(&data);
+            }
+        }
+    };
+    tokio::time::timeout(std::time::Duration::from_secs(10), read)
+        .await
+        .unwrap_or_else(|_| panic!("{needle:?} never arrived"));
+    out
+}
+
+/// The SSE blocks of `input`, each as its raw bytes.
+pub fn blocks(input: &[u8]) -> Vec<Vec<u8>> {
+    let mut parser = toolpulse::sse::Parser::new(usize::MAX);
+    parser.push(input);
+    parser.finish();
+    std::iter::from_fn(|| parser.next_item())
+        .map(|item| match item {
+            toolpulse::sse::Item::Event(e) => e.raw().to_vec(),
+            toolpulse::sse::Item::Oversize(b) | toolpulse::sse::Item::Incomplete(b) => b.to_vec(),
+        })
+        .collect()
+}

@@ -1,0 +1,200 @@
+//! A scripted upstream gateway for the end-to-end tests, on raw TCP so a test controls every
+//! byte and every pause: it records each request, then plays the reply the test's handler
+//! returns — chunks, pauses, waits for a signal from the test, an abrupt close.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{Notify, mpsc};
+
+/// What the gateway saw of one request.
+#[derive(Debug, Clone)]
+pub struct Recorded {
+    pub method: String,
+    /// Path and query, as on the request line.
+    pub target: String,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl Recorded {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+pub enum Action {
+    /// One chunk of a chunked body.
+    Chunk(Vec<u8>),
+    /// Bytes written as they are (for non-chunked bodies and broken peers).
+    Raw(Vec<u8>),
+    Sleep(Duration),
+    /// Waits until the test signals.
+    Wait(Arc<Notify>),
+    /// Waits (at most the given time) until the proxy closes the connection; reports it.
+    WaitForClose(Duration),
+    /// The last chunk; the connection stays open for the next request.
+    End,
+    /// Drops the connection at once, mid-body.
+    Close,
+}
+
+pub struct Reply {
+    /// Status line and headers, without the blank line.
+    pub head: String,
+    pub actions: Vec<Action>,
+}
+
+impl Reply {
+    /// A chunked `text/event-stream` reply sending `chunks` and ending normally.
+    pub fn sse(chunks: Vec<Vec<u8>>) -> Self {
+        let mut actions: Vec<Action> = chunks.into_iter().map(Action::Chunk).collect();
+        actions.push(Action::End);
+        Reply {
+            head:
+                "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked"
+                    .into(),
+            actions,
+        }
+    }
+}
+
+pub struct Gateway {
+    pub addr: SocketAddr,
+    pub requests: mpsc::UnboundedReceiver<Recorded>,
+    /// One message per connection the proxy closed during `WaitForClose`.
+    pub closed: mpsc::UnboundedReceiver<()>,
+}
+
+impl Gateway {
+    pub async fn start(handler: impl Fn(&Recorded) -> Reply + Send + Sync + 'static) -> Gateway {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let (req_tx, requests) = mpsc::unbounded_channel();
+        let (closed_tx, closed) = mpsc::unbounded_channel();
+        let handler = Arc::new(handler);
+        tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                let (handler, req_tx, closed_tx) =
+                    (handler.clone(), req_tx.clone(), closed_tx.clone());
+                tokio::spawn(async move {
+                    let mut stream = BufReader::new(stream);
+                    while let Some(request) = read_request(&mut stream).await {
+                        let reply = handler(&request);
+                        let _ = req_tx.send(request);
+                        if !play(stream.get_mut(), reply, &closed_tx).await {
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        Gateway {
+            addr,
+            requests,
+            closed,
+        }
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+}
+
+/// Plays a reply; returns whether the connection can serve another request.
+async fn play(stream: &mut TcpStream, reply: Reply, closed: &mpsc::UnboundedSender<()>) -> bool {
+    if stream
+        .write_all(format!("{}\r\n\r\n", reply.head).as_bytes())
+        .await
+        .is_err()
+    {
+        return false;
+    }
+    for action in reply.actions {
+        let written = match action {
+            Action::Chunk(bytes) => {
+                let mut framed = format!("{:x}\r\n", bytes.len()).into_bytes();
+                framed.extend_from_slice(&bytes);
+                framed.extend_from_slice(b"\r\n");
+                stream.write_all(&framed).await
+            }
+            Action::Raw(bytes) => stream.write_all(&bytes).await,
+            Action::Sleep(d) => {
+                tokio::time::sleep(d).await;
+                Ok(())
+            }
+            Action::Wait(notify) => {
+                notify.notified().await;
+                Ok(())
+            }
+            Action::WaitForClose(limit) => {
+                let mut buf = [0u8; 64];
+                if let Ok(Ok(0) | Err(_)) = tokio::time::timeout(limit, stream.read(&mut buf)).await
+                {
+                    let _ = closed.send(());
+                }
+                return false;
+            }
+            Action::End => return stream.write_all(b"0\r\n\r\n").await.is_ok(),
+            Action::Close => return false,
+        };
+        if written.is_err() {
+            return false;
+        }
+    }
+    false
+}
+
+async fn read_request(stream: &mut BufReader<TcpStream>) -> Option<Recorded> {
+    let mut line = String::new();
+    stream.read_line(&mut line).await.ok().filter(|n| *n > 0)?;
+    let mut parts = line.split_whitespace();
+    let method = parts.next()?.to_string();
+    let target = parts.next()?.to_string();
+    let mut headers = Vec::new();
+    loop {
+        let mut line = String::new();
+        stream.read_line(&mut line).await.ok().filter(|n| *n > 0)?;
+        let line = line.trim_end();
+        if line.is_empty() {
+            break;
+        }
+        let (k, v) = line.split_once(':')?;
+        headers.push((k.trim().to_ascii_lowercase(), v.trim().to_string()));
+    }
+    let mut request = Recorded {
+        method,
+        target,
+        headers,
+        body: Vec::new(),
+    };
+    if let Some(len) = request
+        .header("content-length")
+        .and_then(|v| v.parse::<usize>().ok())
+    {
+        request.body = vec![0; len];
+        stream.read_exact(&mut request.body).await.ok()?;
+    } else if request
+        .header("transfer-encoding")
+        .is_some_and(|v| v.contains("chunked"))
+    {
+        loop {
+            let mut size = String::new();
+            stream.read_line(&mut size).await.ok()?;
+            let size = usize::from_str_radix(size.trim(), 16).ok()?;
+            let mut chunk = vec![0; size + 2];
+            stream.read_exact(&mut chunk).await.ok()?;
+            if size == 0 {
+                break;
+            }
+            request.body.extend_from_slice(&chunk[..size]);
+        }
+    }
+    Some(request)
+}
