@@ -26,6 +26,12 @@ pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
 pub const DEFAULT_CONNECT_TIMEOUT_MS: u64 = 5_000;
 /// Generous: a non-streaming request may legitimately take minutes before its headers.
 pub const DEFAULT_HEADER_TIMEOUT_MS: u64 = 300_000;
+pub const DEFAULT_DRAIN_TIMEOUT_MS: u64 = 30_000;
+pub const DEFAULT_MAX_CONNECTIONS: usize = 4096;
+pub const DEFAULT_MAX_HEADER_BYTES: usize = 64 * 1024;
+/// hyper's HTTP/1 read buffer cannot be smaller.
+pub const MIN_MAX_HEADER_BYTES: usize = 8192;
+pub const DEFAULT_ADMIN_LISTEN: &str = "127.0.0.1:9464";
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -51,6 +57,23 @@ pub struct Config {
     pub heartbeat: Duration,
     pub limits: Limits,
     pub proxy: ProxyConfig,
+    pub admin: AdminConfig,
+}
+
+/// The `[admin]` section: health, readiness and metrics, on their own address.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AdminConfig {
+    pub listen: SocketAddr,
+}
+
+impl Default for AdminConfig {
+    fn default() -> Self {
+        AdminConfig {
+            listen: DEFAULT_ADMIN_LISTEN
+                .parse()
+                .expect("a valid default address"),
+        }
+    }
 }
 
 /// The `[proxy]` section: where to listen and which gateway to forward to.
@@ -67,6 +90,12 @@ pub struct ProxyConfig {
     pub connect_timeout: Duration,
     /// How long the upstream may take to send response headers; the body has no time limit.
     pub header_timeout: Duration,
+    /// On SIGTERM/SIGINT, how long in-flight streams may run on before they are ended.
+    pub drain_timeout: Duration,
+    /// Client connections served at once; more are answered 503.
+    pub max_connections: usize,
+    /// Largest request head (request line and headers) accepted.
+    pub max_header_bytes: usize,
 }
 
 impl Default for ProxyConfig {
@@ -78,6 +107,9 @@ impl Default for ProxyConfig {
             preserve_host: false,
             connect_timeout: Duration::from_millis(DEFAULT_CONNECT_TIMEOUT_MS),
             header_timeout: Duration::from_millis(DEFAULT_HEADER_TIMEOUT_MS),
+            drain_timeout: Duration::from_millis(DEFAULT_DRAIN_TIMEOUT_MS),
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            max_header_bytes: DEFAULT_MAX_HEADER_BYTES,
         }
     }
 }
@@ -116,6 +148,7 @@ impl Default for Config {
                 max_open_calls: DEFAULT_MAX_OPEN_CALLS,
             },
             proxy: ProxyConfig::default(),
+            admin: AdminConfig::default(),
         }
     }
 }
@@ -128,6 +161,21 @@ struct RawConfig {
     heartbeat: RawHeartbeat,
     limits: RawLimits,
     proxy: RawProxy,
+    admin: RawAdmin,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, default)]
+struct RawAdmin {
+    listen: Spanned<String>,
+}
+
+impl Default for RawAdmin {
+    fn default() -> Self {
+        RawAdmin {
+            listen: Spanned::new(0..0, DEFAULT_ADMIN_LISTEN.to_string()),
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -139,6 +187,9 @@ struct RawProxy {
     preserve_host: bool,
     connect_timeout_ms: u64,
     header_timeout_ms: u64,
+    drain_timeout_ms: u64,
+    max_connections: Spanned<usize>,
+    max_header_bytes: Spanned<usize>,
 }
 
 impl Default for RawProxy {
@@ -150,6 +201,9 @@ impl Default for RawProxy {
             preserve_host: false,
             connect_timeout_ms: DEFAULT_CONNECT_TIMEOUT_MS,
             header_timeout_ms: DEFAULT_HEADER_TIMEOUT_MS,
+            drain_timeout_ms: DEFAULT_DRAIN_TIMEOUT_MS,
+            max_connections: Spanned::new(0..0, DEFAULT_MAX_CONNECTIONS),
+            max_header_bytes: Spanned::new(0..0, DEFAULT_MAX_HEADER_BYTES),
         }
     }
 }
@@ -265,7 +319,24 @@ impl Config {
             ),
             None => None,
         };
+        if *raw_proxy.max_connections.get_ref() == 0 {
+            let message = "must be at least 1".to_string();
+            let span = raw_proxy.max_connections.span();
+            return Err(invalid("proxy.max_connections".into(), span, message));
+        }
+        if *raw_proxy.max_header_bytes.get_ref() < MIN_MAX_HEADER_BYTES {
+            let message = format!("must be at least {MIN_MAX_HEADER_BYTES}");
+            let span = raw_proxy.max_header_bytes.span();
+            return Err(invalid("proxy.max_header_bytes".into(), span, message));
+        }
+        let admin_listen = raw.admin.listen.get_ref().parse().map_err(|e| {
+            let message = format!("not an address like 127.0.0.1:9464: {e}");
+            invalid("admin.listen".into(), raw.admin.listen.span(), message)
+        })?;
         let proxy = ProxyConfig {
+            drain_timeout: Duration::from_millis(raw_proxy.drain_timeout_ms),
+            max_connections: raw_proxy.max_connections.into_inner(),
+            max_header_bytes: raw_proxy.max_header_bytes.into_inner(),
             listen,
             upstream,
             upstream_ca: raw_proxy.upstream_ca,
@@ -276,6 +347,9 @@ impl Config {
 
         Ok(Config {
             proxy,
+            admin: AdminConfig {
+                listen: admin_listen,
+            },
             classifier,
             failure,
             heartbeat: Duration::from_millis(raw.heartbeat.interval_ms),

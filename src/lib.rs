@@ -11,14 +11,17 @@
 //! - [`invariants`]: a checker of PRODUCT.md §2's invariants over an input/output pair, used by
 //!   the tests (and fuzzing).
 
+pub mod admin;
 pub mod config;
 pub mod demo;
 pub mod dialect;
 pub mod invariants;
 pub mod lifecycle;
+pub mod metrics;
 pub mod profiles;
 pub mod proxy;
 pub mod rewrite;
+pub mod serve;
 pub mod sse;
 
 pub use config::Config;

@@ -14,6 +14,8 @@ use toolpulse::{Config, Rewriter};
 
 /// Read size for `rewrite`: one upstream-sized chunk at a time, so output streams as it comes.
 const READ_CHUNK_BYTES: usize = 64 * 1024;
+/// `toolpulse health` gives up after this long.
+const HEALTH_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3);
 
 #[derive(Parser)]
 #[command(
@@ -41,6 +43,18 @@ struct ServeArgs {
     /// The gateway's base URL (overrides `[proxy] upstream`).
     #[arg(long)]
     upstream: Option<String>,
+    /// Address of the admin endpoints /healthz, /readyz, /metrics (overrides `[admin] listen`).
+    #[arg(long)]
+    admin_listen: Option<SocketAddr>,
+    /// Log line format on stderr; filter with RUST_LOG (default `info`).
+    #[arg(long, value_enum, default_value = "text")]
+    log_format: LogFormat,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum LogFormat {
+    Text,
+    Json,
 }
 
 #[derive(Subcommand)]
@@ -56,6 +70,12 @@ enum Command {
         #[arg(default_value = "-")]
         input: PathBuf,
     },
+    /// Exit 0 if the toolpulse whose admin listener is at ADDR is healthy (for HEALTHCHECK).
+    Health {
+        /// The admin listener's address.
+        #[arg(long, default_value = toolpulse::config::DEFAULT_ADMIN_LISTEN)]
+        admin: SocketAddr,
+    },
     /// Validate a config file and print the classification rules it resolves to.
     Check {
         /// Config file (TOML).
@@ -70,6 +90,7 @@ fn main() -> ExitCode {
         Some(Command::Demo) => runtime().and_then(|rt| rt.block_on(toolpulse::demo::run())),
         Some(Command::Rewrite { config, input }) => rewrite(config.as_deref(), &input),
         Some(Command::Check { file }) => check(&file),
+        Some(Command::Health { admin }) => toolpulse::admin::probe(admin, HEALTH_TIMEOUT),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -92,45 +113,27 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
     if let Some(listen) = args.listen {
         config.proxy.listen = listen;
     }
+    if let Some(admin_listen) = args.admin_listen {
+        config.admin.listen = admin_listen;
+    }
     if let Some(upstream) = &args.upstream {
         let uri = toolpulse::config::parse_upstream(upstream)
             .map_err(|e| anyhow::anyhow!("--upstream {upstream}: {e}"))?;
         config.proxy.upstream = Some(uri);
     }
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .with_writer(io::stderr)
-        .with_ansi(io::stderr().is_terminal())
-        .init();
-    let config = Arc::new(config);
-    let proxy = Arc::new(toolpulse::proxy::Proxy::new(config.clone())?);
-    runtime()?.block_on(async move {
-        let listener = tokio::net::TcpListener::bind(config.proxy.listen)
-            .await
-            .with_context(|| format!("cannot listen on {}", config.proxy.listen))?;
-        let upstream = config.proxy.upstream.as_ref().map(ToString::to_string);
-        tracing::info!(listen = %listener.local_addr()?, upstream, "toolpulse listening");
-        toolpulse::proxy::server::serve(listener, proxy, stop_signal()).await;
-        tracing::info!("stopped accepting connections");
-        Ok(())
-    })
+    init_logs(args.log_format);
+    runtime()?.block_on(toolpulse::serve::run(config, args.config))
 }
 
-/// Completes on SIGINT or SIGTERM.
-async fn stop_signal() {
-    let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-        Ok(term) => term,
-        Err(error) => {
-            tracing::error!(%error, "cannot listen for SIGTERM");
-            return std::future::pending().await;
-        }
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => tracing::info!("SIGINT received"),
-        _ = term.recv() => tracing::info!("SIGTERM received"),
+fn init_logs(format: LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let logs = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(io::stderr);
+    match format {
+        LogFormat::Text => logs.with_ansi(io::stderr().is_terminal()).init(),
+        LogFormat::Json => logs.json().flatten_event(true).init(),
     }
 }
 

@@ -1,12 +1,14 @@
 //! Response bodies: upstream bytes passed through, an event stream rewritten as it arrives, or a
-//! small body the proxy wrote itself.
+//! small body the proxy wrote itself; each carries its request's [`RequestLog`].
 //!
 //! The rewriting adapter is pull-based: upstream is read only when the client side polls, so a
 //! slow client slows the upstream (TCP backpressure) instead of growing a buffer. It owns the
 //! heartbeat timer: when the upstream is pending and the rewriter says a heartbeat is due, it
-//! sends one. On upstream EOF or error it asks the rewriter to close open calls and ends the body
-//! cleanly. Dropping it (client gone) drops the upstream body, which closes that connection.
+//! sends one. On upstream EOF or error, or when the proxy drains, it asks the rewriter to close
+//! open calls and ends the body cleanly. Dropping it (client gone) drops the upstream body, which
+//! closes that upstream connection.
 
+use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 
@@ -14,11 +16,22 @@ use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
 use hyper::body::Incoming;
 use tokio::time::{Instant, Sleep};
+use tokio_util::sync::WaitForCancellationFutureOwned;
 
-use crate::rewrite::{Rewriter, Stats};
+use super::log::{RequestLog, StreamEnd};
+use crate::metrics::EventType;
+use crate::rewrite::{Observation, Rewriter};
+
+type Polled = Poll<Option<Result<Frame<Bytes>, hyper::Error>>>;
 
 /// What the proxy sends back to the client.
-pub enum ProxyBody {
+pub struct ProxyBody {
+    inner: Inner,
+    /// Written when the body is dropped; `None` for bodies without a request (tests).
+    log: Option<RequestLog>,
+}
+
+enum Inner {
     Passthrough(Incoming),
     Rewritten(Box<RewriteBody>),
     Full(Option<Bytes>),
@@ -26,11 +39,36 @@ pub enum ProxyBody {
 
 impl ProxyBody {
     pub fn full(bytes: Bytes) -> Self {
-        ProxyBody::Full(Some(bytes))
+        ProxyBody {
+            inner: Inner::Full(Some(bytes)),
+            log: None,
+        }
     }
 
-    pub fn rewritten(upstream: Incoming, rewriter: Rewriter) -> Self {
-        ProxyBody::Rewritten(Box::new(RewriteBody::new(upstream, rewriter)))
+    pub fn passthrough(upstream: Incoming, log: RequestLog) -> Self {
+        ProxyBody {
+            inner: Inner::Passthrough(upstream),
+            log: Some(log),
+        }
+    }
+
+    pub fn rewritten(
+        upstream: Incoming,
+        rewriter: Rewriter,
+        drain: WaitForCancellationFutureOwned,
+        mut log: RequestLog,
+    ) -> Self {
+        log.stream = Some((StreamEnd::ClientGone, rewriter.stats()));
+        let body = RewriteBody::new(upstream, rewriter, drain, log);
+        ProxyBody {
+            inner: Inner::Rewritten(Box::new(body)),
+            log: None,
+        }
+    }
+
+    pub fn with_log(mut self, log: RequestLog) -> Self {
+        self.log = Some(log);
+        self
     }
 }
 
@@ -38,30 +76,37 @@ impl Body for ProxyBody {
     type Data = Bytes;
     type Error = hyper::Error;
 
-    fn poll_frame(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, hyper::Error>>> {
-        match self.get_mut() {
-            ProxyBody::Passthrough(body) => Pin::new(body).poll_frame(cx),
-            ProxyBody::Rewritten(body) => Pin::new(body.as_mut()).poll_frame(cx),
-            ProxyBody::Full(bytes) => Poll::Ready(bytes.take().map(|b| Ok(Frame::data(b)))),
+    fn poll_frame(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Polled {
+        let this = self.get_mut();
+        let polled = match &mut this.inner {
+            Inner::Passthrough(body) => Pin::new(body).poll_frame(cx),
+            Inner::Rewritten(body) => return Pin::new(body.as_mut()).poll_frame(cx),
+            Inner::Full(bytes) => Poll::Ready(bytes.take().map(|b| Ok(Frame::data(b)))),
+        };
+        if let (Poll::Ready(Some(Ok(frame))), Some(log)) = (&polled, &mut this.log)
+            && let Some(data) = frame.data_ref()
+        {
+            log.bytes_out += data.len() as u64;
+            if matches!(this.inner, Inner::Passthrough(_)) {
+                log.metrics().bytes_in.inc_by(data.len() as u64);
+            }
         }
+        polled
     }
 
     fn is_end_stream(&self) -> bool {
-        match self {
-            ProxyBody::Passthrough(body) => body.is_end_stream(),
-            ProxyBody::Rewritten(body) => body.is_end_stream(),
-            ProxyBody::Full(bytes) => bytes.is_none(),
+        match &self.inner {
+            Inner::Passthrough(body) => body.is_end_stream(),
+            Inner::Rewritten(body) => body.is_end_stream(),
+            Inner::Full(bytes) => bytes.is_none(),
         }
     }
 
     fn size_hint(&self) -> SizeHint {
-        match self {
-            ProxyBody::Passthrough(body) => body.size_hint(),
-            ProxyBody::Rewritten(_) => SizeHint::default(),
-            ProxyBody::Full(bytes) => {
+        match &self.inner {
+            Inner::Passthrough(body) => body.size_hint(),
+            Inner::Rewritten(_) => SizeHint::default(),
+            Inner::Full(bytes) => {
                 SizeHint::with_exact(bytes.as_ref().map_or(0, |b| b.len() as u64))
             }
         }
@@ -82,24 +127,32 @@ pub struct RewriteBody {
     /// Armed at the rewriter's next heartbeat time while the upstream is quiet.
     heartbeat: Pin<Box<Sleep>>,
     heartbeat_at: Option<Instant>,
+    /// Completes when the proxy's drain timeout runs out.
+    drain: Pin<Box<WaitForCancellationFutureOwned>>,
     trailers: Option<http::HeaderMap>,
     state: State,
+    end: StreamEnd,
+    log: RequestLog,
 }
 
 impl RewriteBody {
-    pub fn new(upstream: Incoming, rewriter: Rewriter) -> Self {
+    fn new(
+        upstream: Incoming,
+        rewriter: Rewriter,
+        drain: WaitForCancellationFutureOwned,
+        log: RequestLog,
+    ) -> Self {
         RewriteBody {
             upstream,
             rewriter,
             heartbeat: Box::pin(tokio::time::sleep_until(Instant::now())),
             heartbeat_at: None,
+            drain: Box::pin(drain),
             trailers: None,
             state: State::Streaming,
+            end: StreamEnd::ClientGone,
+            log,
         }
-    }
-
-    pub fn stats(&self) -> Stats {
-        self.rewriter.stats()
     }
 
     /// The rewriter's clock is the runtime's (so tests may pause time).
@@ -107,27 +160,48 @@ impl RewriteBody {
         Instant::now().into_std()
     }
 
-    /// Upstream ended or broke: close open calls, send what is left, then end.
-    fn end(
-        &mut self,
-        error: Option<hyper::Error>,
-    ) -> Poll<Option<Result<Frame<Bytes>, hyper::Error>>> {
-        if let Some(error) = error {
-            tracing::warn!(%error, "upstream stream broke; closing open tool calls");
+    /// Hands `out` to the client, reporting what the rewriter observed meanwhile.
+    fn send(&mut self, out: Bytes) -> Polled {
+        let RewriteBody { rewriter, log, .. } = self;
+        for observation in rewriter.take_observations() {
+            match observation {
+                Observation::Injected(kind) => {
+                    let label = EventType { r#type: kind };
+                    log.metrics().events_injected.get_or_create(&label).inc();
+                }
+                Observation::CallFinished {
+                    name,
+                    kind,
+                    outcome,
+                    duration,
+                } => {
+                    log.tool_calls += 1;
+                    log.metrics().tool_call(kind.as_str(), outcome, duration);
+                    let duration_ms = duration.as_millis() as u64;
+                    tracing::debug!(tool = %name, kind = kind.as_str(), outcome, duration_ms, "tool call");
+                }
+            }
         }
+        if out.is_empty() {
+            return Poll::Pending;
+        }
+        self.log.bytes_out += out.len() as u64;
+        Poll::Ready(Some(Ok(Frame::data(out))))
+    }
+
+    /// Upstream ended, broke, or the drain ran out: close open calls, send the rest, then end.
+    fn end(&mut self, end: StreamEnd) -> Polled {
         self.state = State::Ended;
+        self.end = end;
         let rest = self.rewriter.finish(Self::now());
-        if rest.is_empty() {
-            return Poll::Ready(self.trailers.take().map(|t| Ok(Frame::trailers(t))));
+        match self.send(rest) {
+            Poll::Pending => Poll::Ready(self.trailers.take().map(|t| Ok(Frame::trailers(t)))),
+            data => data,
         }
-        Poll::Ready(Some(Ok(Frame::data(rest))))
     }
 
     /// Upstream is pending: sends a heartbeat if one is due, else arms the timer for it.
-    fn poll_heartbeat(
-        &mut self,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, hyper::Error>>> {
+    fn poll_heartbeat(&mut self, cx: &mut Context<'_>) -> Polled {
         loop {
             let Some(at) = self.rewriter.next_heartbeat().map(Instant::from_std) else {
                 self.heartbeat_at = None;
@@ -140,7 +214,7 @@ impl RewriteBody {
             ready!(self.heartbeat.as_mut().poll(cx));
             let beat = self.rewriter.on_idle(Self::now());
             if !beat.is_empty() {
-                return Poll::Ready(Some(Ok(Frame::data(beat))));
+                return self.send(beat);
             }
         }
     }
@@ -150,32 +224,37 @@ impl Body for RewriteBody {
     type Data = Bytes;
     type Error = hyper::Error;
 
-    fn poll_frame(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, hyper::Error>>> {
+    fn poll_frame(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Polled {
         let this = self.get_mut();
         loop {
             if this.state == State::Ended {
                 return Poll::Ready(this.trailers.take().map(|t| Ok(Frame::trailers(t))));
             }
+            if this.drain.as_mut().poll(cx).is_ready() {
+                return this.end(StreamEnd::Drained);
+            }
             let frame = match Pin::new(&mut this.upstream).poll_frame(cx) {
                 Poll::Pending => return this.poll_heartbeat(cx),
-                Poll::Ready(None) => return this.end(None),
-                Poll::Ready(Some(Err(error))) => return this.end(Some(error)),
+                Poll::Ready(None) => return this.end(StreamEnd::Completed),
+                Poll::Ready(Some(Err(error))) => {
+                    tracing::warn!(%error, "upstream stream broke; closing open tool calls");
+                    this.log.metrics().upstream_error("broken_stream");
+                    return this.end(StreamEnd::UpstreamError);
+                }
                 Poll::Ready(Some(Ok(frame))) => frame,
             };
             match frame.into_data() {
                 Ok(data) => {
+                    this.log.metrics().bytes_in.inc_by(data.len() as u64);
                     let out = this.rewriter.feed(&data, Self::now());
-                    if !out.is_empty() {
-                        return Poll::Ready(Some(Ok(Frame::data(out))));
+                    if let polled @ Poll::Ready(_) = this.send(out) {
+                        return polled;
                     }
                 }
                 Err(frame) => {
                     // Trailers end the upstream body; they go after the closing events.
                     this.trailers = frame.into_trailers().ok();
-                    return this.end(None);
+                    return this.end(StreamEnd::Completed);
                 }
             }
         }
@@ -183,5 +262,12 @@ impl Body for RewriteBody {
 
     fn is_end_stream(&self) -> bool {
         self.state == State::Ended && self.trailers.is_none()
+    }
+}
+
+impl Drop for RewriteBody {
+    fn drop(&mut self) {
+        // A stream dropped before it ended lost its client.
+        self.log.stream = Some((self.end, self.rewriter.stats()));
     }
 }

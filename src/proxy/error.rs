@@ -16,12 +16,15 @@ pub enum ProxyError {
     HeaderTimeout,
     /// The upstream connection failed otherwise before headers (closed, reset, not HTTP).
     Upstream,
+    /// `max_connections` client connections are open already.
+    Overloaded,
 }
 
 impl ProxyError {
     pub fn status(self) -> StatusCode {
         match self {
             ProxyError::HeaderTimeout => StatusCode::GATEWAY_TIMEOUT,
+            ProxyError::Overloaded => StatusCode::SERVICE_UNAVAILABLE,
             ProxyError::Unreachable | ProxyError::Upstream => StatusCode::BAD_GATEWAY,
         }
     }
@@ -31,6 +34,17 @@ impl ProxyError {
             ProxyError::Unreachable => "upstream_unreachable",
             ProxyError::HeaderTimeout => "upstream_timeout",
             ProxyError::Upstream => "upstream_error",
+            ProxyError::Overloaded => "overloaded",
+        }
+    }
+
+    /// The cause label of `toolpulse_upstream_errors_total`.
+    pub fn cause(self) -> &'static str {
+        match self {
+            ProxyError::Unreachable => "unreachable",
+            ProxyError::HeaderTimeout => "header_timeout",
+            ProxyError::Upstream => "error",
+            ProxyError::Overloaded => "overloaded",
         }
     }
 

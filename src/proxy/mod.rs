@@ -4,30 +4,39 @@
 //! that are uncompressed `text/event-stream` are rewritten as they arrive; everything else
 //! passes through byte for byte (minus hop-by-hop headers). Errors before response headers
 //! become OpenAI-style JSON errors (502/504); after headers, the body ends cleanly once open tool
-//! calls are closed.
+//! calls are closed. The config can be swapped at run time ([`Proxy::reload`]): each stream keeps
+//! the config it started with.
 
 pub mod body;
 pub mod client;
 pub mod error;
 pub mod headers;
+pub mod log;
 pub mod server;
 
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
+use std::time::Instant;
 
 use http::{Request, Response, Uri};
 use hyper::body::Incoming;
+use tokio_util::sync::CancellationToken;
 
 use crate::config::Config;
+use crate::metrics::{Metrics, Outcome};
 use crate::rewrite::Rewriter;
 use body::ProxyBody;
 use error::ProxyError;
+use log::RequestLog;
 
-/// Shared state of one proxy: its config and the upstream client.
+/// Shared state of one proxy: its config, the upstream client, metrics, the drain signal.
 pub struct Proxy {
-    config: Arc<Config>,
+    config: RwLock<Arc<Config>>,
     upstream: Uri,
     client: client::Upstream,
+    metrics: Arc<Metrics>,
+    /// Cancelled when streams still running must end (the drain timeout ran out).
+    end_streams: CancellationToken,
 }
 
 impl Proxy {
@@ -38,14 +47,48 @@ impl Proxy {
         })?;
         let client = client::build(&config.proxy)?;
         Ok(Proxy {
-            config,
+            config: RwLock::new(config),
             upstream,
             client,
+            metrics: Arc::new(Metrics::new()),
+            end_streams: CancellationToken::new(),
         })
     }
 
-    pub fn config(&self) -> &Arc<Config> {
-        &self.config
+    /// The config new streams start with.
+    pub fn config(&self) -> Arc<Config> {
+        self.config
+            .read()
+            .expect("config lock is never poisoned: no panics while held")
+            .clone()
+    }
+
+    pub fn metrics(&self) -> &Arc<Metrics> {
+        &self.metrics
+    }
+
+    /// Applies a new config to streams that start from now on. The `[proxy]` and `[admin]`
+    /// sections (addresses, upstream, TLS, limits) need a restart: they are kept, with a warning
+    /// if they changed.
+    pub fn reload(&self, mut new: Config) {
+        let mut current = self.config.write().expect("config lock is never poisoned");
+        if new.proxy != current.proxy || new.admin != current.admin {
+            tracing::warn!(
+                "[proxy] and [admin] changes need a restart; keeping the running values"
+            );
+        }
+        new.proxy = current.proxy.clone();
+        new.admin = current.admin.clone();
+        *current = Arc::new(new);
+        self.metrics
+            .config_reloads
+            .get_or_create(&Outcome { outcome: "applied" })
+            .inc();
+    }
+
+    /// Ends every stream still running: open calls get their terminal events, bodies end.
+    pub fn end_streams(&self) {
+        self.end_streams.cancel();
     }
 
     /// Forwards one request and returns the (possibly rewritten) response.
@@ -54,8 +97,10 @@ impl Proxy {
         request: Request<Incoming>,
         peer: SocketAddr,
     ) -> Response<ProxyBody> {
+        let config = self.config();
         let (mut head, body) = request.into_parts();
         let path = head.uri.path().to_string();
+        let mut log = RequestLog::new(self.metrics.clone(), head.method.clone(), path.clone());
         let resume = headers::resumption(&head.method, &path, head.uri.query());
         let query = match &resume {
             Some((_, rest)) => Some(rest.as_str()).filter(|q| !q.is_empty()),
@@ -64,14 +109,15 @@ impl Proxy {
         let uri = match headers::upstream_uri(&self.upstream, &path, query) {
             Ok(uri) => uri,
             Err(e) => {
-                return ProxyError::Upstream.response(&format!("cannot build upstream URI: {e}"));
+                return self.fail(ProxyError::Upstream, &format!("bad upstream URI: {e}"), log);
             }
         };
-        headers::prepare_request(&mut head, uri, peer, self.config.proxy.preserve_host);
-        let request = Request::from_parts(head, body);
+        headers::prepare_request(&mut head, uri, peer, config.proxy.preserve_host);
 
-        let timeout = self.config.proxy.header_timeout;
-        let response = match tokio::time::timeout(timeout, self.client.request(request)).await {
+        let started = Instant::now();
+        let timeout = config.proxy.header_timeout;
+        let pending = self.client.request(Request::from_parts(head, body));
+        let response = match tokio::time::timeout(timeout, pending).await {
             Ok(Ok(response)) => response,
             Ok(Err(e)) => {
                 let kind = if e.is_connect() {
@@ -79,18 +125,22 @@ impl Proxy {
                 } else {
                     ProxyError::Upstream
                 };
-                tracing::warn!(error = %error_chain(&e), code = kind.code(), "upstream request failed");
-                return kind.response(&format!("upstream request failed: {}", error_chain(&e)));
+                return self.fail(
+                    kind,
+                    &format!("upstream request failed: {}", error_chain(&e)),
+                    log,
+                );
             }
             Err(_) => {
-                tracing::warn!(?timeout, "upstream sent no response headers in time");
                 let message = format!(
                     "upstream sent no response headers within {} ms",
                     timeout.as_millis()
                 );
-                return ProxyError::HeaderTimeout.response(&message);
+                return self.fail(ProxyError::HeaderTimeout, &message, log);
             }
         };
+        log.upstream_latency = Some(started.elapsed());
+        log.status = response.status().as_u16();
 
         let (mut head, body) = response.into_parts();
         headers::remove_hop_by_hop(&mut head.headers);
@@ -100,14 +150,29 @@ impl Proxy {
                     "compressed event stream from upstream: forwarded without tool events"
                 );
             }
-            return Response::from_parts(head, ProxyBody::Passthrough(body));
+            log.response = "passthrough";
+            return Response::from_parts(head, ProxyBody::passthrough(body, log));
         }
         headers::prepare_rewritten_response(&mut head.headers);
-        let mut rewriter = Rewriter::new(self.config.clone());
+        let mut rewriter = Rewriter::new(config);
         if let Some((n, _)) = resume {
             rewriter = rewriter.resume_after(n);
         }
-        Response::from_parts(head, ProxyBody::rewritten(body, rewriter))
+        log.response = "rewritten";
+        self.metrics.streams_active.inc();
+        let drain = self.end_streams.clone().cancelled_owned();
+        Response::from_parts(head, ProxyBody::rewritten(body, rewriter, drain, log))
+    }
+
+    fn fail(&self, kind: ProxyError, message: &str, mut log: RequestLog) -> Response<ProxyBody> {
+        tracing::warn!(
+            code = kind.code(),
+            detail = message,
+            "answering with a proxy error"
+        );
+        self.metrics.upstream_error(kind.cause());
+        log.status = kind.status().as_u16();
+        kind.response(message).map(|body| body.with_log(log))
     }
 }
 

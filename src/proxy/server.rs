@@ -1,5 +1,8 @@
 //! The listener: accepts connections (TCP_NODELAY), serves HTTP/1.1 and HTTP/2 (hyper-util's
-//! auto builder) and hands each request to [`Proxy::handle`].
+//! auto builder) and hands each request to [`Proxy::handle`]. It bounds what one process takes
+//! on: at most `max_connections` connections (more are answered 503 and closed), request heads
+//! up to `max_header_bytes`, a read timeout for request heads. On shutdown it stops accepting
+//! and returns the open [`Connections`], which the caller drains.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -7,18 +10,69 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use hyper::service::service_fn;
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
-use tokio::net::TcpListener;
+use hyper_util::server::graceful::GracefulShutdown;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Semaphore;
 
 use super::Proxy;
+use super::error::ProxyError;
 
 /// After a failed accept (e.g. out of file descriptors), wait this long before the next one.
 const ACCEPT_ERROR_BACKOFF: Duration = Duration::from_millis(50);
+/// A client gets this long to send its request head (slowloris protection).
+const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
+/// A connection turned away for overload gets this long to read its 503.
+const REJECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// After the drain timeout ended the streams, how long their last bytes may take to go out.
+const FLUSH_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// Serves until `shutdown` completes; then stops accepting. Connections already open run on.
-pub async fn serve(listener: TcpListener, proxy: Arc<Proxy>, shutdown: impl Future<Output = ()>) {
-    let builder = auto::Builder::new(TokioExecutor::new());
+/// The connections still open when the server stopped accepting.
+pub struct Connections(GracefulShutdown);
+
+impl Connections {
+    /// Asks every connection to finish (HTTP/1 closes after its response, HTTP/2 sends GOAWAY)
+    /// and waits up to `timeout`; then ends the streams still running (their open calls get
+    /// terminal events) and waits briefly for those last bytes. Returns whether all finished.
+    pub async fn drain(self, timeout: Duration, proxy: &Proxy) -> bool {
+        let all_closed = self.0.shutdown();
+        tokio::pin!(all_closed);
+        if tokio::time::timeout(timeout, &mut all_closed).await.is_ok() {
+            return true;
+        }
+        tracing::warn!(?timeout, "drain timeout: ending the streams still running");
+        proxy.end_streams();
+        tokio::time::timeout(FLUSH_TIMEOUT, all_closed)
+            .await
+            .is_ok()
+    }
+}
+
+fn builder(proxy: &Proxy) -> auto::Builder<TokioExecutor> {
+    let max_header_bytes = proxy.config().proxy.max_header_bytes;
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(HEADER_READ_TIMEOUT)
+        .max_buf_size(max_header_bytes);
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .max_header_list_size(u32::try_from(max_header_bytes).unwrap_or(u32::MAX));
+    builder
+}
+
+/// Serves until `shutdown` completes, then stops accepting and returns the open connections.
+pub async fn serve(
+    listener: TcpListener,
+    proxy: Arc<Proxy>,
+    shutdown: impl Future<Output = ()>,
+) -> Connections {
+    let builder = builder(&proxy);
+    let limit = Arc::new(Semaphore::new(proxy.config().proxy.max_connections));
+    let graceful = GracefulShutdown::new();
     tokio::pin!(shutdown);
     loop {
         let (stream, peer) = tokio::select! {
@@ -30,24 +84,45 @@ pub async fn serve(listener: TcpListener, proxy: Arc<Proxy>, shutdown: impl Futu
                     continue;
                 }
             },
-            () = &mut shutdown => return,
+            () = &mut shutdown => return Connections(graceful),
         };
         if let Err(error) = stream.set_nodelay(true) {
             tracing::debug!(%error, "could not set TCP_NODELAY");
         }
-        let proxy = proxy.clone();
-        let builder = builder.clone();
+        let Ok(permit) = limit.clone().try_acquire_owned() else {
+            proxy.metrics().connections_rejected.inc();
+            tokio::spawn(reject(stream));
+            continue;
+        };
+        let service_proxy = proxy.clone();
+        let service = service_fn(move |request| {
+            let proxy = service_proxy.clone();
+            async move { Ok::<_, Infallible>(proxy.handle(request, peer).await) }
+        });
+        let connection = builder
+            .serve_connection(TokioIo::new(stream), service)
+            .into_owned();
+        let connection = graceful.watch(connection);
+        let metrics = proxy.metrics().clone();
+        metrics.connections_active.inc();
         tokio::spawn(async move {
-            let service = service_fn(move |request| {
-                let proxy = proxy.clone();
-                async move { Ok::<_, Infallible>(proxy.handle(request, peer).await) }
-            });
-            if let Err(error) = builder
-                .serve_connection(TokioIo::new(stream), service)
-                .await
-            {
+            if let Err(error) = connection.await {
                 tracing::debug!(%error, %peer, "client connection ended with an error");
             }
+            metrics.connections_active.dec();
+            drop(permit);
         });
     }
+}
+
+/// Answers every request on an over-limit connection with 503, then closes it.
+async fn reject(stream: TcpStream) {
+    let service = service_fn(|_request| async {
+        let message = "too many connections; retry later";
+        Ok::<_, Infallible>(ProxyError::Overloaded.response(message))
+    });
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    builder.http1().keep_alive(false);
+    let connection = builder.serve_connection(TokioIo::new(stream), service);
+    let _ = tokio::time::timeout(REJECT_TIMEOUT, connection).await;
 }

@@ -10,16 +10,32 @@
 pub mod number;
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
 
 use crate::config::Config;
 use crate::dialect::responses::{self, SequenceNumber};
-use crate::lifecycle::{Signal, Tracker, Transition};
+use crate::lifecycle::{Kind, Phase, Signal, Tracker, Transition};
 use crate::profiles::Profile;
 use crate::sse::{self, Event, Item, NewEvent, Parser};
 use number::Numbering;
+
+/// Observations kept for the glue between two `take_observations` calls; more are dropped, so a
+/// caller that never drains them (the CLI) holds a bounded amount.
+const MAX_OBSERVATIONS: usize = 1024;
+
+/// Something worth a metric or a log line, reported by [`Rewriter::take_observations`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Observation {
+    Injected(&'static str),
+    CallFinished {
+        name: String,
+        kind: Kind,
+        outcome: &'static str,
+        duration: Duration,
+    },
+}
 
 /// Counters for one stream, for logs and metrics.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -31,7 +47,8 @@ pub struct Stats {
     pub renumbered: u64,
     /// Events forwarded uninterpreted because their data could not be read (fail-open).
     pub unreadable: u64,
-    /// Bytes of events over `max_event_bytes`, forwarded uninterpreted.
+    /// Events over `max_event_bytes`, forwarded uninterpreted, and their bytes.
+    pub oversize_events: u64,
     pub oversize_bytes: u64,
     /// Calls left without a terminal event because the stream ended inside an oversize event,
     /// where nothing can be injected without corrupting it.
@@ -51,6 +68,9 @@ pub struct Rewriter {
     last_output: Option<Instant>,
     /// Stream resumption: drop output until an event numbered above this has gone out.
     resume_after: Option<u64>,
+    /// Whether the last item was a piece of an oversize event that has not ended yet.
+    in_oversize: bool,
+    observations: Vec<Observation>,
     stats: Stats,
 }
 
@@ -68,6 +88,8 @@ impl Rewriter {
             new_events: Vec::new(),
             last_output: None,
             resume_after: None,
+            in_oversize: false,
+            observations: Vec::new(),
             stats: Stats::default(),
         }
     }
@@ -93,6 +115,17 @@ impl Rewriter {
 
     pub fn stats(&self) -> Stats {
         self.stats
+    }
+
+    /// Injected events and finished calls since the last call.
+    pub fn take_observations(&mut self) -> std::vec::Drain<'_, Observation> {
+        self.observations.drain(..)
+    }
+
+    fn observe(&mut self, observation: Observation) {
+        if self.observations.len() < MAX_OBSERVATIONS {
+            self.observations.push(observation);
+        }
     }
 
     /// Rewrites the next upstream bytes; returns what to send now (possibly nothing, while an
@@ -163,6 +196,10 @@ impl Rewriter {
                 self.on_event(&event, now);
             }
             Item::Oversize(bytes) | Item::Incomplete(bytes) => {
+                if !self.in_oversize {
+                    self.stats.oversize_events += 1;
+                }
+                self.in_oversize = self.parser.is_mid_event_output();
                 self.stats.oversize_bytes += bytes.len() as u64;
                 self.write_unnumbered(&bytes);
             }
@@ -237,17 +274,28 @@ impl Rewriter {
 
     /// Renders, numbers and writes the events for the pending transitions.
     fn inject(&mut self) {
-        for transition in self.transitions.drain(..) {
+        let mut transitions = std::mem::take(&mut self.transitions);
+        for transition in transitions.drain(..) {
             for profile in &self.profiles {
                 profile.render(&transition, &mut self.new_events);
             }
+            if let Phase::Finished { outcome, duration } = transition.phase {
+                self.observe(Observation::CallFinished {
+                    name: transition.call.name,
+                    kind: transition.call.kind,
+                    outcome: outcome.as_str(),
+                    duration,
+                });
+            }
         }
+        self.transitions = transitions;
         let events = std::mem::take(&mut self.new_events);
         for event in &events {
             let seq = self.numbering.inject();
             if self.passes(seq) {
                 sse::encode(&mut self.out, event, seq);
                 self.stats.injected += 1;
+                self.observe(Observation::Injected(event.event_type));
             }
         }
         self.new_events = events;

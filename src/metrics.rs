@@ -1,0 +1,215 @@
+//! Prometheus metrics (prometheus-client), shared by every stream of one process and served as
+//! text on the admin listener's `/metrics`. Label values are `&'static str`s from code, never
+//! strings from the upstream, so the number of series stays bounded.
+
+use std::time::Duration;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct Outcome {
+    pub outcome: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct KindOutcome {
+    pub kind: &'static str,
+    pub outcome: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct Kind {
+    pub kind: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct EventType {
+    pub r#type: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct Cause {
+    pub cause: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct Response {
+    pub response: &'static str,
+}
+
+fn duration_histogram() -> Histogram {
+    // 10 ms … ~160 s: tools run from milliseconds (a lookup) to minutes (a deep search).
+    Histogram::new(exponential_buckets(0.01, 2.0, 15))
+}
+
+pub struct Metrics {
+    registry: Registry,
+    pub requests: Family<Response, Counter>,
+    pub streams_active: Gauge,
+    pub streams: Family<Outcome, Counter>,
+    pub tool_calls: Family<KindOutcome, Counter>,
+    pub tool_duration: Family<Kind, Histogram, fn() -> Histogram>,
+    pub events_injected: Family<EventType, Counter>,
+    pub events_uninterpreted: Counter,
+    pub upstream_errors: Family<Cause, Counter>,
+    pub bytes_in: Counter,
+    pub bytes_out: Counter,
+    pub connections_active: Gauge,
+    pub connections_rejected: Counter,
+    pub config_reloads: Family<Outcome, Counter>,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics::new()
+    }
+}
+
+impl Metrics {
+    pub fn new() -> Self {
+        let mut m = Metrics {
+            registry: Registry::with_prefix("toolpulse"),
+            requests: Family::default(),
+            streams_active: Gauge::default(),
+            streams: Family::default(),
+            tool_calls: Family::default(),
+            tool_duration: Family::new_with_constructor(duration_histogram),
+            events_injected: Family::default(),
+            events_uninterpreted: Counter::default(),
+            upstream_errors: Family::default(),
+            bytes_in: Counter::default(),
+            bytes_out: Counter::default(),
+            connections_active: Gauge::default(),
+            connections_rejected: Counter::default(),
+            config_reloads: Family::default(),
+        };
+        let r = &mut m.registry;
+        r.register(
+            "requests",
+            "Requests answered, by how the response was made",
+            m.requests.clone(),
+        );
+        r.register(
+            "streams_active",
+            "Event streams being rewritten now",
+            m.streams_active.clone(),
+        );
+        r.register(
+            "streams",
+            "Event streams ended, by how they ended",
+            m.streams.clone(),
+        );
+        r.register(
+            "tool_calls",
+            "Tool calls seen, by kind and outcome",
+            m.tool_calls.clone(),
+        );
+        r.register(
+            "tool_duration_seconds",
+            "Tool run time as measured by the proxy, by kind",
+            m.tool_duration.clone(),
+        );
+        r.register(
+            "events_injected",
+            "Lifecycle events injected, by type",
+            m.events_injected.clone(),
+        );
+        r.register(
+            "events_uninterpreted",
+            "Upstream events forwarded raw because they could not be read (fail-open)",
+            m.events_uninterpreted.clone(),
+        );
+        r.register(
+            "upstream_errors",
+            "Upstream failures, by cause",
+            m.upstream_errors.clone(),
+        );
+        r.register(
+            "upstream_bytes",
+            "Body bytes received from upstreams",
+            m.bytes_in.clone(),
+        );
+        r.register(
+            "client_bytes",
+            "Body bytes sent to clients",
+            m.bytes_out.clone(),
+        );
+        r.register(
+            "connections_active",
+            "Client connections open now",
+            m.connections_active.clone(),
+        );
+        r.register(
+            "connections_rejected",
+            "Client connections answered 503 because max_connections were open",
+            m.connections_rejected.clone(),
+        );
+        r.register(
+            "config_reloads",
+            "SIGHUP config reloads, by result",
+            m.config_reloads.clone(),
+        );
+        m
+    }
+
+    pub fn tool_call(&self, kind: &'static str, outcome: &'static str, duration: Duration) {
+        self.tool_calls
+            .get_or_create(&KindOutcome { kind, outcome })
+            .inc();
+        self.tool_duration
+            .get_or_create(&Kind { kind })
+            .observe(duration.as_secs_f64());
+    }
+
+    pub fn upstream_error(&self, cause: &'static str) {
+        self.upstream_errors.get_or_create(&Cause { cause }).inc();
+    }
+
+    /// The Prometheus text exposition of every metric.
+    pub fn encode(&self) -> String {
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &self.registry)
+            .expect("writing to a String cannot fail");
+        text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn encodes_labels_and_histograms() {
+        let m = Metrics::new();
+        m.tool_call("web_search", "completed", Duration::from_millis(1500));
+        m.events_injected
+            .get_or_create(&EventType {
+                r#type: "response.mcp_call.failed",
+            })
+            .inc();
+        m.upstream_error("unreachable");
+        let text = m.encode();
+        assert!(
+            text.contains(r#"toolpulse_tool_calls_total{kind="web_search",outcome="completed"} 1"#),
+            "{text}"
+        );
+        assert!(
+            text.contains(r#"toolpulse_tool_duration_seconds_count{kind="web_search"} 1"#),
+            "{text}"
+        );
+        assert!(
+            text.contains(r#"toolpulse_events_injected_total{type="response.mcp_call.failed"} 1"#),
+            "{text}"
+        );
+        assert!(
+            text.contains(r#"toolpulse_upstream_errors_total{cause="unreachable"} 1"#),
+            "{text}"
+        );
+        assert!(text.ends_with("# EOF\n"));
+    }
+}

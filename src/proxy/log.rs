@@ -1,0 +1,116 @@
+//! The record of one request, written when its response body is done (or dropped): one
+//! structured log line and the per-request metrics. It never holds bodies or header values, so
+//! credentials (`authorization`, `cookie`, `x-api-key`) cannot reach the logs.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use http::Method;
+
+use crate::metrics::{Metrics, Outcome, Response};
+use crate::rewrite::Stats;
+
+/// How a rewritten stream ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StreamEnd {
+    /// The upstream finished its body.
+    Completed,
+    /// The upstream connection broke mid-stream.
+    UpstreamError,
+    /// The client went away first.
+    ClientGone,
+    /// Ended by the proxy when the drain timeout ran out.
+    Drained,
+}
+
+impl StreamEnd {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StreamEnd::Completed => "completed",
+            StreamEnd::UpstreamError => "upstream_error",
+            StreamEnd::ClientGone => "client_gone",
+            StreamEnd::Drained => "drained",
+        }
+    }
+}
+
+pub struct RequestLog {
+    metrics: Arc<Metrics>,
+    method: Method,
+    path: String,
+    started: Instant,
+    pub status: u16,
+    /// `rewritten`, `passthrough` or `proxy_error`.
+    pub response: &'static str,
+    pub upstream_latency: Option<Duration>,
+    pub bytes_out: u64,
+    /// Set for rewritten streams.
+    pub stream: Option<(StreamEnd, Stats)>,
+    pub tool_calls: u64,
+}
+
+impl RequestLog {
+    pub fn new(metrics: Arc<Metrics>, method: Method, path: String) -> Self {
+        RequestLog {
+            metrics,
+            method,
+            path,
+            started: Instant::now(),
+            status: 0,
+            response: "proxy_error",
+            upstream_latency: None,
+            bytes_out: 0,
+            stream: None,
+            tool_calls: 0,
+        }
+    }
+}
+
+impl RequestLog {
+    pub fn metrics(&self) -> &Arc<Metrics> {
+        &self.metrics
+    }
+}
+
+impl Drop for RequestLog {
+    fn drop(&mut self) {
+        let m = &self.metrics;
+        m.requests
+            .get_or_create(&Response {
+                response: self.response,
+            })
+            .inc();
+        m.bytes_out.inc_by(self.bytes_out);
+        let duration_ms = self.started.elapsed().as_millis() as u64;
+        let upstream_ms = self.upstream_latency.map(|d| d.as_millis() as u64);
+        let (end, stats) = match self.stream {
+            Some((end, stats)) => {
+                m.streams
+                    .get_or_create(&Outcome {
+                        outcome: end.as_str(),
+                    })
+                    .inc();
+                m.streams_active.dec();
+                m.events_uninterpreted
+                    .inc_by(stats.unreadable + stats.oversize_events);
+                (Some(end.as_str()), stats)
+            }
+            None => (None, Stats::default()),
+        };
+        tracing::info!(
+            method = %self.method,
+            path = %self.path,
+            status = self.status,
+            response = self.response,
+            upstream_ms,
+            duration_ms,
+            stream_end = end,
+            events_in = stats.events_in,
+            events_injected = stats.injected,
+            events_uninterpreted = stats.unreadable + stats.oversize_events,
+            tool_calls = self.tool_calls,
+            bytes_out = self.bytes_out,
+            "request"
+        );
+    }
+}
