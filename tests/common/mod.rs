@@ -96,15 +96,26 @@ use hyper_util::rt::TokioExecutor;
 use toolpulse::proxy::{Proxy, server};
 
 /// Starts a proxy in front of `upstream` on a loopback port; it runs until the test ends.
-pub async fn start_proxy(mut config: Config, upstream: &str) -> std::net::SocketAddr {
+pub async fn start_proxy(config: Config, upstream: &str) -> std::net::SocketAddr {
+    start_proxy_with_handle(config, upstream).await.0
+}
+
+pub async fn start_proxy_with_handle(
+    mut config: Config,
+    upstream: &str,
+) -> (std::net::SocketAddr, Arc<Proxy>) {
     config.proxy.upstream = Some(upstream.parse().expect("upstream URL"));
     let proxy = Arc::new(Proxy::new(Arc::new(config)).expect("proxy"));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");
     let addr = listener.local_addr().expect("addr");
-    tokio::spawn(server::serve(listener, proxy, std::future::pending()));
-    addr
+    tokio::spawn(server::serve(
+        listener,
+        proxy.clone(),
+        std::future::pending(),
+    ));
+    (addr, proxy)
 }
 
 pub type HttpClient = Client<hyper_util::client::legacy::connect::HttpConnector, Full<Bytes>>;

@@ -1,0 +1,357 @@
+//! Operating toolpulse, over real sockets: metrics after a tool stream, overload, and — with
+//! the real binary and real signals — readiness during drain, a drain that ends a stuck stream
+//! with its calls closed, and SIGHUP reloads (valid: new streams use it; invalid: refused).
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::mpsc as std_mpsc;
+use std::time::Duration;
+
+use common::gateway::{Action, Gateway, Reply};
+use common::*;
+use http_body_util::BodyExt;
+use tokio::sync::Notify;
+use toolpulse::Config;
+use toolpulse::admin::{self, Admin};
+
+const REQUEST: &str = r#"{"model":"m","input":"hi","stream":true}"#;
+
+/// Blocks of `name` up to the tool's output, then a wait for `release`, then the rest.
+fn held_reply(
+    name: &str,
+    release: Arc<Notify>,
+) -> impl Fn(&gateway::Recorded) -> Reply + Send + Sync + 'static {
+    let blocks = blocks(&read(&fixtures_dir().join(name)));
+    let at = blocks
+        .iter()
+        .position(|b| String::from_utf8_lossy(b).contains("\"type\":\"function_call_output\""))
+        .expect("an output");
+    move |_| {
+        let mut actions: Vec<Action> = blocks[..at].iter().cloned().map(Action::Chunk).collect();
+        actions.push(Action::Wait(release.clone()));
+        actions.extend(blocks[at..].iter().cloned().map(Action::Chunk));
+        actions.push(Action::End);
+        Reply {
+            head: Reply::sse(vec![]).head,
+            actions,
+        }
+    }
+}
+
+use common::gateway;
+
+async fn get(url: String) -> (u16, String) {
+    let response = http_client()
+        .get(url.parse().expect("uri"))
+        .await
+        .expect("response");
+    let status = response.status().as_u16();
+    let body = response
+        .into_body()
+        .collect()
+        .await
+        .expect("body")
+        .to_bytes();
+    (status, String::from_utf8_lossy(&body).into_owned())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_after_a_tool_stream() {
+    let gw =
+        Gateway::start(|_| Reply::sse(vec![read(&fixtures_dir().join("parallel_reversed.sse"))]))
+            .await;
+    let (proxy_addr, proxy) =
+        start_proxy_with_handle(config_for("parallel_reversed.sse"), &gw.url()).await;
+    let admin = Arc::new(Admin::new(proxy.metrics().clone()));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let admin_addr = listener.local_addr().expect("addr");
+    tokio::spawn(admin::serve(
+        listener,
+        admin.clone(),
+        std::future::pending(),
+    ));
+
+    assert_eq!(get(format!("http://{admin_addr}/healthz")).await.0, 200);
+    assert_eq!(
+        get(format!("http://{admin_addr}/readyz")).await.0,
+        503,
+        "not ready yet"
+    );
+    admin.set_ready(true);
+    assert_eq!(get(format!("http://{admin_addr}/readyz")).await.0, 200);
+
+    let response = post(
+        &http_client(),
+        format!("http://{proxy_addr}/v1/responses"),
+        REQUEST,
+    )
+    .await;
+    read_all(&mut response.into_body()).await;
+    tokio::time::sleep(Duration::from_millis(50)).await; // the request log is written on drop
+    let (status, text) = get(format!("http://{admin_addr}/metrics")).await;
+    assert_eq!(status, 200);
+    for line in [
+        r#"toolpulse_streams_total{outcome="completed"} 1"#,
+        "toolpulse_streams_active 0",
+        r#"toolpulse_tool_calls_total{kind="web_search",outcome="failed"} 1"#,
+        r#"toolpulse_tool_calls_total{kind="mcp",outcome="completed"} 1"#,
+        r#"toolpulse_tool_duration_seconds_count{kind="mcp"} 1"#,
+        r#"toolpulse_events_injected_total{type="response.web_search_call.searching"} 1"#,
+        r#"toolpulse_events_injected_total{type="response.mcp_call.completed"} 1"#,
+        r#"toolpulse_requests_total{response="rewritten"} 1"#,
+        "toolpulse_events_uninterpreted_total 0",
+    ] {
+        assert!(text.contains(line), "missing {line:?} in\n{text}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn overload_answers_503_with_an_openai_style_error() {
+    let release = Arc::new(Notify::new());
+    let gw = Gateway::start(held_reply("web_search.sse", release.clone())).await;
+    let mut config = Config::default();
+    config.proxy.max_connections = 1;
+    let (proxy_addr, proxy) = start_proxy_with_handle(config, &gw.url()).await;
+    let first = post(
+        &http_client(),
+        format!("http://{proxy_addr}/v1/responses"),
+        REQUEST,
+    )
+    .await;
+    let mut first = first.into_body();
+    read_until(&mut first, "web_search_call.searching").await;
+
+    let second = post(
+        &http_client(),
+        format!("http://{proxy_addr}/v1/responses"),
+        REQUEST,
+    )
+    .await;
+    assert_eq!(second.status(), 503);
+    let body = second.into_body().collect().await.expect("body").to_bytes();
+    let json: serde_json::Value = serde_json::from_slice(&body).expect("json");
+    assert_eq!(json["error"]["code"], "overloaded");
+    assert!(
+        proxy
+            .metrics()
+            .encode()
+            .contains("toolpulse_connections_rejected_total 1")
+    );
+
+    release.notify_one();
+    let rest = read_all(&mut first).await;
+    assert!(
+        String::from_utf8_lossy(&rest).contains("web_search_call.completed"),
+        "the first stream is unharmed"
+    );
+}
+
+/// The real binary, with its stderr lines collected.
+struct Running {
+    child: Child,
+    lines: std_mpsc::Receiver<String>,
+    proxy: String,
+    admin: String,
+}
+
+impl Running {
+    fn start(config: &std::path::Path, upstream: &str) -> Running {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_toolpulse"))
+            .args([
+                "--config",
+                config.to_str().expect("path"),
+                "--upstream",
+                upstream,
+            ])
+            .args(["--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0"])
+            .env("RUST_LOG", "info")
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn toolpulse");
+        let (tx, lines) = std_mpsc::channel();
+        let stderr = child.stderr.take().expect("stderr");
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        });
+        let first = lines
+            .recv_timeout(Duration::from_secs(10))
+            .expect("a first log line");
+        let field = |name: &str| {
+            let start = first.find(&format!("{name}=")).expect(name) + name.len() + 1;
+            first[start..]
+                .split_whitespace()
+                .next()
+                .expect("value")
+                .to_string()
+        };
+        let (proxy, admin) = (field("listen"), field("admin"));
+        Running {
+            child,
+            lines,
+            proxy,
+            admin,
+        }
+    }
+
+    fn signal(&self, name: &str) {
+        let status = Command::new("kill")
+            .args([&format!("-{name}"), &self.child.id().to_string()])
+            .status()
+            .expect("kill");
+        assert!(status.success());
+    }
+
+    /// Waits for a log line containing `needle`.
+    fn log_line(&self, needle: &str) -> String {
+        loop {
+            let line = self
+                .lines
+                .recv_timeout(Duration::from_secs(10))
+                .unwrap_or_else(|_| panic!("no log line with {needle:?}"));
+            if line.contains(needle) {
+                return line;
+            }
+        }
+    }
+
+    fn wait_exit(&mut self) -> i32 {
+        for _ in 0..100 {
+            if let Some(status) = self.child.try_wait().expect("wait") {
+                return status.code().unwrap_or(-1);
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.child.kill();
+        panic!("toolpulse did not exit");
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn temp_config(name: &str, text: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("toolpulse-op-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let path = dir.join("toolpulse.toml");
+    std::fs::write(&path, text).expect("write config");
+    path
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_drains_readiness_flips_and_stuck_streams_end_with_calls_closed() {
+    let release = Arc::new(Notify::new());
+    let gw = Gateway::start(held_reply("web_search.sse", release.clone())).await;
+    let config = temp_config("drain", "[proxy]\ndrain_timeout_ms = 700\n");
+    let mut tp = Running::start(&config, &gw.url());
+    assert_eq!(get(format!("http://{}/readyz", tp.admin)).await.0, 200);
+    let response = post(
+        &http_client(),
+        format!("http://{}/v1/responses", tp.proxy),
+        REQUEST,
+    )
+    .await;
+    let mut body = response.into_body();
+    read_until(&mut body, "web_search_call.searching").await;
+
+    tp.signal("TERM");
+    tp.log_line("draining");
+    assert_eq!(
+        get(format!("http://{}/readyz", tp.admin)).await.0,
+        503,
+        "not ready while draining"
+    );
+    // The tool never finishes: after the drain timeout the proxy closes the call and ends.
+    let rest = read_all(&mut body).await;
+    let text = String::from_utf8_lossy(&rest);
+    assert!(
+        text.contains("\"type\":\"response.web_search_call.completed\""),
+        "{text}"
+    );
+    assert!(text.contains("\"outcome\":\"failed\""), "{text}");
+    assert_eq!(tp.wait_exit(), 0);
+    release.notify_one();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sighup_reload_applies_to_new_streams_only_and_bad_configs_are_refused() {
+    let release = Arc::new(Notify::new());
+    let gw = Gateway::start(held_reply("mcp_success.sse", release.clone())).await;
+    let config = temp_config("reload", "[heartbeat]\ninterval_ms = 0\n");
+    let tp = Running::start(&config, &gw.url());
+    let client = http_client();
+
+    // Stream 1 starts under the first config, where github_* is a plain function.
+    let mut first = post(
+        &client,
+        format!("http://{}/v1/responses", tp.proxy),
+        REQUEST,
+    )
+    .await
+    .into_body();
+    read_until(&mut first, "\"type\":\"response.output_item.done\"").await;
+
+    std::fs::write(
+        &config,
+        "[[tools]]\nmatch = [\"github_*\"]\nkind = \"mcp\"\n",
+    )
+    .expect("write");
+    tp.signal("HUP");
+    tp.log_line("config reloaded");
+    let mut second = post(
+        &client,
+        format!("http://{}/v1/responses", tp.proxy),
+        REQUEST,
+    )
+    .await
+    .into_body();
+    read_until(&mut second, "response.mcp_call.in_progress").await;
+
+    std::fs::write(
+        &config,
+        "[[tools]]\nmatch = [\"github_*\"]\nkind = \"robot\"\n",
+    )
+    .expect("write");
+    tp.signal("HUP");
+    let refused = tp.log_line("config reload rejected");
+    assert!(refused.contains("line 3"), "names the line: {refused}");
+    let (_, metrics) = get(format!("http://{}/metrics", tp.admin)).await;
+    assert!(
+        metrics.contains(r#"toolpulse_config_reloads_total{outcome="rejected"} 1"#),
+        "{metrics}"
+    );
+
+    release.notify_waiters();
+    release.notify_one();
+    let first = String::from_utf8_lossy(&read_all(&mut first).await).into_owned();
+    assert!(
+        !first.contains("mcp_call"),
+        "a stream keeps the config it started with: {first}"
+    );
+    let second = String::from_utf8_lossy(&read_all(&mut second).await).into_owned();
+    assert!(second.contains("response.mcp_call.completed"), "{second}");
+
+    let mut third = post(
+        &client,
+        format!("http://{}/v1/responses", tp.proxy),
+        REQUEST,
+    )
+    .await
+    .into_body();
+    release.notify_one();
+    let third = String::from_utf8_lossy(&read_all(&mut third).await).into_owned();
+    assert!(
+        third.contains("response.mcp_call.completed"),
+        "the valid config stayed: {third}"
+    );
+}
