@@ -355,3 +355,29 @@ async fn sighup_reload_applies_to_new_streams_only_and_bad_configs_are_refused()
         "the valid config stayed: {third}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn oversized_request_heads_are_refused() {
+    let mut gw = Gateway::start(|_| Reply::sse(vec![b"data: {}\n\n".to_vec()])).await;
+    let mut config = Config::default();
+    config.proxy.max_header_bytes = 16 * 1024;
+    let proxy = start_proxy(config, &gw.url()).await;
+    let request = |size: usize| {
+        http::Request::get(format!("http://{proxy}/v1/models"))
+            .header("x-big", "a".repeat(size))
+            .body(http_body_util::Full::new(bytes::Bytes::new()))
+            .expect("request")
+    };
+    let ok = http_client()
+        .request(request(1024))
+        .await
+        .expect("response");
+    assert_eq!(ok.status(), 200);
+    assert!(gw.requests.recv().await.is_some());
+    let refused = http_client()
+        .request(request(64 * 1024))
+        .await
+        .expect("an answer");
+    assert_eq!(refused.status(), 431, "Request Header Fields Too Large");
+    assert!(gw.requests.try_recv().is_err(), "never forwarded");
+}
