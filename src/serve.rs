@@ -32,12 +32,7 @@ pub async fn run(config: Config, config_path: Option<PathBuf>) -> anyhow::Result
     let admin_listener = TcpListener::bind(config.admin.listen)
         .await
         .with_context(|| format!("cannot listen on {} (admin.listen)", config.admin.listen))?;
-    tracing::info!(
-        listen = %listener.local_addr()?,
-        admin = %admin_listener.local_addr()?,
-        upstream = config.proxy.upstream.as_ref().map(ToString::to_string),
-        "toolpulse listening"
-    );
+    let admin_addr = admin_listener.local_addr()?;
     tokio::spawn(admin::serve(
         admin_listener,
         admin.clone(),
@@ -52,6 +47,12 @@ pub async fn run(config: Config, config_path: Option<PathBuf>) -> anyhow::Result
         config_path,
     ));
     admin.set_ready(true);
+    tracing::info!(
+        listen = %listener.local_addr()?,
+        admin = %admin_addr,
+        upstream = config.proxy.upstream.as_ref().map(ToString::to_string),
+        "toolpulse listening"
+    );
     let connections = server::serve(listener, proxy.clone(), stop.clone().cancelled_owned()).await;
     admin.set_ready(false);
     let drain_timeout = config.proxy.drain_timeout;
