@@ -21,6 +21,7 @@ const TERMINAL_TYPES: &[&str] = &[
 ];
 const ITEM_ADDED: &str = "response.output_item.added";
 const ITEM_DONE: &str = "response.output_item.done";
+const ARGUMENTS_DELTA: &str = "response.function_call_arguments.delta";
 
 /// A top-level `sequence_number`: its value and where its digits lie in the event's data.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,6 +46,7 @@ pub struct Unreadable;
 pub fn may_signal(event_type: &[u8]) -> bool {
     event_type == ITEM_ADDED.as_bytes()
         || event_type == ITEM_DONE.as_bytes()
+        || event_type == ARGUMENTS_DELTA.as_bytes()
         || TERMINAL_TYPES.iter().any(|t| t.as_bytes() == event_type)
 }
 
@@ -58,6 +60,10 @@ struct Envelope<'a> {
     output_index: Option<&'a RawValue>,
     #[serde(borrow, default)]
     item: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    item_id: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    delta: Option<&'a RawValue>,
 }
 
 #[derive(Deserialize)]
@@ -76,6 +82,8 @@ struct ItemFields<'a> {
     error: Option<&'a RawValue>,
     #[serde(borrow, default)]
     output: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    arguments: Option<Cow<'a, str>>,
 }
 
 #[derive(Deserialize)]
@@ -86,7 +94,7 @@ struct Part<'a> {
 
 /// Reads one event's data. `[DONE]` reads as nothing; anything not a JSON object is
 /// [`Unreadable`].
-pub fn read(data: &[u8]) -> Result<Reading<'_>, Unreadable> {
+pub fn read<'a>(data: &'a [u8]) -> Result<Reading<'a>, Unreadable> {
     if data == b"[DONE]" {
         return Ok(Reading::default());
     }
@@ -107,6 +115,15 @@ pub fn read(data: &[u8]) -> Result<Reading<'_>, Unreadable> {
             match envelope.item {
                 Some(item) => item_signal(item, t == ITEM_DONE, output_index)?,
                 None => None,
+            }
+        }
+        Some(ARGUMENTS_DELTA) => {
+            let string = |raw: Option<&'a RawValue>| {
+                raw.and_then(|r| serde_json::from_str::<Cow<'a, str>>(r.get()).ok())
+            };
+            match (string(envelope.item_id), string(envelope.delta)) {
+                (Some(item_id), Some(delta)) => Some(Signal::ArgumentsDelta { item_id, delta }),
+                _ => None,
             }
         }
         _ => None,
@@ -133,6 +150,7 @@ fn item_signal(
                 item_id: item.id,
                 output_index,
                 name: item.name.unwrap_or_default(),
+                arguments: item.arguments,
             };
             Some(if done {
                 Signal::CallDone(call)
@@ -144,7 +162,7 @@ fn item_signal(
             call_id,
             facts: OutputFacts {
                 status: item.status,
-                has_error: item.error.is_some(),
+                error: item.error.map(|e| Cow::Borrowed(e.get())),
                 texts: item.output.map(output_texts).unwrap_or_default(),
             },
         }),
@@ -227,13 +245,13 @@ mod tests {
         let Some(Signal::Output { facts, .. }) = read(parts).expect("ok").signal else {
             panic!("expected Output")
         };
-        assert!(facts.has_error);
+        assert_eq!(facts.error.as_deref(), Some(r#"{"m":1}"#));
         assert_eq!(facts.texts, vec!["a"]);
         let null_error = br#"{"type":"response.output_item.added","item":{"type":"function_call_output","call_id":"c","error":null}}"#;
         let Some(Signal::Output { facts, .. }) = read(null_error).expect("ok").signal else {
             panic!("expected Output")
         };
-        assert!(!facts.has_error);
+        assert_eq!(facts.error, None);
     }
 
     #[test]

@@ -94,12 +94,25 @@ impl Classifier {
 
     /// The kind of the first rule with a pattern matching `name`, else [`FALLBACK`].
     pub fn classify(&self, name: &str) -> Kind {
-        self.set
+        self.classify_rule(name).0
+    }
+
+    /// The kind, and the index of the config rule that decided it (`None` for a built-in rule
+    /// or the fallback).
+    pub fn classify_rule(&self, name: &str) -> (Kind, Option<usize>) {
+        let first = self
+            .set
             .matches(name)
             .into_iter()
             .map(|glob| self.rule_of_glob[glob])
-            .min()
-            .map_or(FALLBACK, |rule| self.rules[rule].kind)
+            .min();
+        match first {
+            Some(rule) if self.rules[rule].origin == Origin::Config => {
+                (self.rules[rule].kind, Some(rule))
+            }
+            Some(rule) => (self.rules[rule].kind, None),
+            None => (FALLBACK, None),
+        }
     }
 
     /// Every rule in the order tried, config rules first.
@@ -118,29 +131,58 @@ impl Default for Classifier {
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct OutputFacts<'a> {
     pub status: Option<Cow<'a, str>>,
-    pub has_error: bool,
+    /// The raw JSON of a non-null `error`.
+    pub error: Option<Cow<'a, str>>,
     /// The output text (a string output, or each text part of a list output).
     pub texts: Vec<Cow<'a, str>>,
 }
+
+/// The error kind of a failure found by an output pattern given without a kind.
+pub const DEFAULT_PATTERN_KIND: &str = "tool_error";
 
 /// The `[failure]` rules.
 #[derive(Debug, Clone)]
 pub struct FailureRules {
     patterns: RegexSet,
+    /// For each pattern, the `error.kind` a match reports.
+    kinds: Vec<String>,
 }
 
 impl FailureRules {
     /// Compiles the output patterns; on error, the index of the pattern that failed.
     pub fn new(patterns: &[String]) -> Result<Self, (usize, regex::Error)> {
+        let kinds = vec![DEFAULT_PATTERN_KIND.to_string(); patterns.len()];
+        FailureRules::with_kinds(patterns, kinds)
+    }
+
+    /// Like `new`, with the `error.kind` each pattern reports.
+    pub fn with_kinds(
+        patterns: &[String],
+        kinds: Vec<String>,
+    ) -> Result<Self, (usize, regex::Error)> {
         for (i, p) in patterns.iter().enumerate() {
             regex::Regex::new(p).map_err(|e| (i, e))?;
         }
         let patterns = RegexSet::new(patterns).map_err(|e| (0, e))?;
-        Ok(FailureRules { patterns })
+        Ok(FailureRules { patterns, kinds })
     }
 
     pub fn patterns(&self) -> &[String] {
         self.patterns.patterns()
+    }
+
+    pub fn kinds(&self) -> &[String] {
+        &self.kinds
+    }
+
+    /// The `error.kind` a client is told for a failure.
+    pub fn kind_of(&self, failure: &Failure) -> String {
+        match failure {
+            Failure::Status(status) => format!("status_{status}"),
+            Failure::Error => "error".to_string(),
+            Failure::Pattern(i) => self.kinds.get(*i).cloned().unwrap_or_default(),
+            Failure::NoOutput => "no_output".to_string(),
+        }
     }
 
     /// Failed when the status is `failed`/`incomplete`, an `error` is present, or a text matches
@@ -149,7 +191,7 @@ impl FailureRules {
         if let Some(status @ ("failed" | "incomplete")) = facts.status.as_deref() {
             return Outcome::Failed(Failure::Status(status.to_string()));
         }
-        if facts.has_error {
+        if facts.error.is_some() {
             return Outcome::Failed(Failure::Error);
         }
         let first_match = facts
@@ -225,11 +267,12 @@ mod tests {
     fn failure_rules() {
         let f =
             FailureRules::new(&["^search failed: ".into(), "^no executor".into()]).expect("valid");
-        let facts = |status: Option<&'static str>, has_error, text: &'static str| OutputFacts {
-            status: status.map(Cow::Borrowed),
-            has_error,
-            texts: vec![Cow::Borrowed(text)],
-        };
+        let facts =
+            |status: Option<&'static str>, has_error: bool, text: &'static str| OutputFacts {
+                status: status.map(Cow::Borrowed),
+                error: has_error.then_some(Cow::Borrowed("{}")),
+                texts: vec![Cow::Borrowed(text)],
+            };
         assert_eq!(
             f.judge(&facts(Some("completed"), false, "8 results")),
             Outcome::Completed

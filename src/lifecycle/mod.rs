@@ -44,9 +44,27 @@ pub struct Call {
     pub output_index: Option<u64>,
     pub name: String,
     pub kind: Kind,
+    /// The `[[tools]]` rule of the config that classified the call (for its templates), if any.
+    pub rule: Option<usize>,
+    /// The arguments as streamed so far, or final once the call item is done; at most
+    /// [`MAX_ARGUMENTS_BYTES`] (longer arguments are cut and `arguments_truncated` is set).
+    pub arguments: String,
+    pub arguments_truncated: bool,
     pub added_at: Instant,
     /// Set when the call's arguments were complete and the gateway began to run it.
     pub running_since: Option<Instant>,
+}
+
+/// Arguments kept per call, so a stream's memory stays bounded whatever its calls carry.
+pub const MAX_ARGUMENTS_BYTES: usize = 1 << 20;
+
+/// What the tool returned, as far as profiles need it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ToolOutput {
+    /// The output text (a string output, or the text parts of a list output joined by `\n`).
+    pub text: String,
+    /// The raw JSON of the output item's non-null `error`, if any.
+    pub error: Option<String>,
 }
 
 /// Why a call counts as failed.
@@ -82,12 +100,18 @@ impl Outcome {
 pub enum Phase {
     /// The call item appeared (arguments may still stream).
     Started,
+    /// A piece of the arguments arrived (already appended to `Call::arguments`).
+    ArgumentsDelta { chunk: String },
     /// The arguments are complete: the gateway is running the tool.
     Running,
-    /// The call is over; `duration` runs from `Running` (or `Started` if it never ran).
+    /// The tool is still running (reported at each heartbeat).
+    StillRunning { elapsed: Duration },
+    /// The call is over; `duration` runs from `Running` (or `Started` if it never ran); `output`
+    /// is what the tool returned (`None` when the stream ended first).
     Finished {
         outcome: Outcome,
         duration: Duration,
+        output: Option<ToolOutput>,
     },
 }
 

@@ -9,7 +9,8 @@ use std::borrow::Cow;
 use std::time::Instant;
 
 use super::{
-    Call, Classifier, Failure, FailureRules, Kind, Outcome, OutputFacts, Phase, Transition,
+    Call, Classifier, Failure, FailureRules, Kind, MAX_ARGUMENTS_BYTES, Outcome, OutputFacts,
+    Phase, ToolOutput, Transition,
 };
 
 /// A `function_call` item as the upstream described it.
@@ -19,6 +20,7 @@ pub struct CallItem<'a> {
     pub item_id: Option<Cow<'a, str>>,
     pub output_index: Option<u64>,
     pub name: Cow<'a, str>,
+    pub arguments: Option<Cow<'a, str>>,
 }
 
 /// What an upstream event means for tool calls, whatever the dialect it came in.
@@ -26,6 +28,11 @@ pub struct CallItem<'a> {
 pub enum Signal<'a> {
     /// A `function_call` item was added; its arguments may still stream.
     CallAdded(CallItem<'a>),
+    /// A piece of the arguments of the `function_call` item `item_id`.
+    ArgumentsDelta {
+        item_id: Cow<'a, str>,
+        delta: Cow<'a, str>,
+    },
     /// A `function_call` item is done: the gateway now runs the tool.
     CallDone(CallItem<'a>),
     /// The output of call `call_id` arrived.
@@ -80,7 +87,22 @@ impl Tracker {
             Signal::CallAdded(item) => {
                 self.start(item, now, classifier, out);
             }
+            Signal::ArgumentsDelta { item_id, delta } => {
+                let call = self.open.iter_mut().find(|c| c.item_id == item_id);
+                if let Some(call) = call
+                    && call.running_since.is_none()
+                    && append_capped(call, &delta)
+                {
+                    out.push(Transition {
+                        call: call.clone(),
+                        phase: Phase::ArgumentsDelta {
+                            chunk: delta.into_owned(),
+                        },
+                    });
+                }
+            }
             Signal::CallDone(item) => {
+                let arguments = item.arguments.clone();
                 let index = match self.position(&item.call_id) {
                     Some(i) => Some(i),
                     // The added event was missed (e.g. it was oversize): start the call now.
@@ -89,6 +111,11 @@ impl Tracker {
                 if let Some(call) = index.map(|i| &mut self.open[i])
                     && call.running_since.is_none()
                 {
+                    if let Some(arguments) = arguments {
+                        call.arguments.clear();
+                        call.arguments_truncated = false;
+                        append_capped(call, &arguments);
+                    }
                     call.running_since = Some(now);
                     out.push(Transition {
                         call: call.clone(),
@@ -100,7 +127,11 @@ impl Tracker {
                 if let Some(i) = self.position(&call_id) {
                     let call = self.open.remove(i);
                     let outcome = failure.judge(&facts);
-                    out.push(finished(call, outcome, now));
+                    let output = ToolOutput {
+                        text: facts.texts.join("\n"),
+                        error: facts.error.map(Cow::into_owned),
+                    };
+                    out.push(finished(call, outcome, Some(output), now));
                 }
             }
             Signal::Terminal => self.finish(now, out),
@@ -110,7 +141,26 @@ impl Tracker {
     /// Closes every open call as failed for lack of output (the stream ended).
     pub fn finish(&mut self, now: Instant, out: &mut Vec<Transition>) {
         for call in self.open.drain(..) {
-            out.push(finished(call, Outcome::Failed(Failure::NoOutput), now));
+            out.push(finished(
+                call,
+                Outcome::Failed(Failure::NoOutput),
+                None,
+                now,
+            ));
+        }
+    }
+
+    /// Reports every running call as still running (at a heartbeat).
+    pub fn still_running(&self, now: Instant, out: &mut Vec<Transition>) {
+        for call in &self.open {
+            if let Some(since) = call.running_since {
+                out.push(Transition {
+                    call: call.clone(),
+                    phase: Phase::StillRunning {
+                        elapsed: now.saturating_duration_since(since),
+                    },
+                });
+            }
         }
     }
 
@@ -128,7 +178,7 @@ impl Tracker {
         if self.position(&item.call_id).is_some() {
             return None;
         }
-        let kind = classifier.classify(&item.name);
+        let (kind, rule) = classifier.classify_rule(&item.name);
         if kind == Kind::Ignore {
             return None;
         }
@@ -145,6 +195,9 @@ impl Tracker {
             output_index: item.output_index,
             name: item.name.into_owned(),
             kind,
+            rule,
+            arguments: String::new(),
+            arguments_truncated: false,
             added_at: now,
             running_since: None,
         };
@@ -157,15 +210,29 @@ impl Tracker {
     }
 }
 
-fn finished(call: Call, outcome: Outcome, now: Instant) -> Transition {
+fn finished(call: Call, outcome: Outcome, output: Option<ToolOutput>, now: Instant) -> Transition {
     let since = call.running_since.unwrap_or(call.added_at);
     Transition {
         phase: Phase::Finished {
             outcome,
             duration: now.saturating_duration_since(since),
+            output,
         },
         call,
     }
+}
+
+/// Appends to the call's arguments up to [`MAX_ARGUMENTS_BYTES`]; false once they are cut.
+fn append_capped(call: &mut Call, text: &str) -> bool {
+    if call.arguments_truncated {
+        return false;
+    }
+    if call.arguments.len() + text.len() > MAX_ARGUMENTS_BYTES {
+        call.arguments_truncated = true;
+        return false;
+    }
+    call.arguments.push_str(text);
+    true
 }
 
 #[cfg(test)]
@@ -180,6 +247,7 @@ mod tests {
             item_id: Some(format!("fc_{call_id}").into()),
             output_index: Some(1),
             name: name.into(),
+            arguments: None,
         }
     }
 
@@ -219,6 +287,7 @@ mod tests {
         Phase::Finished {
             outcome: Outcome::Completed,
             duration: Duration::from_millis(ms),
+            output: Some(crate::lifecycle::ToolOutput::default()),
         }
     }
 
@@ -300,5 +369,27 @@ mod tests {
                 .is_empty()
         );
         assert_eq!(r.tracker.untracked_calls, 1);
+    }
+
+    #[test]
+    fn arguments_stream_in_then_the_final_ones_win() {
+        let mut r = Run::new(8);
+        r.send(Signal::CallAdded(item("a", "web_search")), 0);
+        let delta = |d: &'static str| Signal::ArgumentsDelta {
+            item_id: "fc_a".into(),
+            delta: d.into(),
+        };
+        let out = r.send(delta("{\"q\":"), 1);
+        assert!(matches!(&out[..], [(_, Phase::ArgumentsDelta { chunk })] if chunk == "{\"q\":"));
+        r.send(delta("\"x\"}"), 2);
+        assert_eq!(r.tracker.open_calls()[0].arguments, "{\"q\":\"x\"}");
+        let mut done = item("a", "web_search");
+        done.arguments = Some("{\"q\":\"y\"}".into());
+        r.send(Signal::CallDone(done), 3);
+        assert_eq!(r.tracker.open_calls()[0].arguments, "{\"q\":\"y\"}");
+        assert!(
+            r.send(delta("late"), 4).is_empty(),
+            "no deltas once running"
+        );
     }
 }

@@ -40,7 +40,12 @@ pub fn render(transition: &Transition, out: &mut Vec<NewEvent>) {
             base("response.file_search_call.in_progress"),
             base("response.file_search_call.searching"),
         ]),
-        (Phase::Finished { outcome, duration }, kind) if call.running_since.is_some() => {
+        (
+            Phase::Finished {
+                outcome, duration, ..
+            },
+            kind,
+        ) if call.running_since.is_some() => {
             let event_type = match (kind, outcome) {
                 (Kind::Mcp, Outcome::Completed) => "response.mcp_call.completed",
                 (Kind::Mcp, Outcome::Failed(_)) => "response.mcp_call.failed",
@@ -74,6 +79,9 @@ mod tests {
             output_index: Some(2),
             name: "tool".into(),
             kind,
+            rule: None,
+            arguments: String::new(),
+            arguments_truncated: false,
             added_at: now,
             running_since: running.then_some(now),
         }
@@ -95,6 +103,7 @@ mod tests {
         Phase::Finished {
             outcome,
             duration: Duration::from_millis(1500),
+            output: None,
         }
     }
 

@@ -279,7 +279,10 @@ impl Rewriter {
             for profile in &self.profiles {
                 profile.render(&transition, &mut self.new_events);
             }
-            if let Phase::Finished { outcome, duration } = transition.phase {
+            if let Phase::Finished {
+                outcome, duration, ..
+            } = transition.phase
+            {
                 self.observe(Observation::CallFinished {
                     name: transition.call.name,
                     kind: transition.call.kind,
