@@ -10,11 +10,11 @@ use std::time::Duration;
 
 use http::Uri;
 
-use serde::Deserialize;
-use toml::Spanned;
-
 use crate::lifecycle::classify::{FALLBACK, Origin};
-use crate::lifecycle::{Classifier, FailureRules, Kind};
+use crate::lifecycle::{Classifier, FailureRules};
+use raw::*;
+
+mod raw;
 
 pub const DEFAULT_HEARTBEAT_MS: u64 = 10_000;
 pub const DEFAULT_MAX_EVENT_BYTES: usize = 16 * 1024 * 1024;
@@ -149,105 +149,6 @@ impl Default for Config {
             },
             proxy: ProxyConfig::default(),
             admin: AdminConfig::default(),
-        }
-    }
-}
-
-#[derive(Deserialize, Default)]
-#[serde(deny_unknown_fields, default)]
-struct RawConfig {
-    tools: Vec<RawTool>,
-    failure: RawFailure,
-    heartbeat: RawHeartbeat,
-    limits: RawLimits,
-    proxy: RawProxy,
-    admin: RawAdmin,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields, default)]
-struct RawAdmin {
-    listen: Spanned<String>,
-}
-
-impl Default for RawAdmin {
-    fn default() -> Self {
-        RawAdmin {
-            listen: Spanned::new(0..0, DEFAULT_ADMIN_LISTEN.to_string()),
-        }
-    }
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields, default)]
-struct RawProxy {
-    listen: Spanned<String>,
-    upstream: Option<Spanned<String>>,
-    upstream_ca: Option<PathBuf>,
-    preserve_host: bool,
-    connect_timeout_ms: u64,
-    header_timeout_ms: u64,
-    drain_timeout_ms: u64,
-    max_connections: Spanned<usize>,
-    max_header_bytes: Spanned<usize>,
-}
-
-impl Default for RawProxy {
-    fn default() -> Self {
-        RawProxy {
-            listen: Spanned::new(0..0, DEFAULT_LISTEN.to_string()),
-            upstream: None,
-            upstream_ca: None,
-            preserve_host: false,
-            connect_timeout_ms: DEFAULT_CONNECT_TIMEOUT_MS,
-            header_timeout_ms: DEFAULT_HEADER_TIMEOUT_MS,
-            drain_timeout_ms: DEFAULT_DRAIN_TIMEOUT_MS,
-            max_connections: Spanned::new(0..0, DEFAULT_MAX_CONNECTIONS),
-            max_header_bytes: Spanned::new(0..0, DEFAULT_MAX_HEADER_BYTES),
-        }
-    }
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawTool {
-    #[serde(rename = "match")]
-    patterns: Spanned<Vec<Spanned<String>>>,
-    kind: Kind,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(deny_unknown_fields, default)]
-struct RawFailure {
-    output_patterns: Vec<Spanned<String>>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields, default)]
-struct RawHeartbeat {
-    interval_ms: u64,
-}
-
-impl Default for RawHeartbeat {
-    fn default() -> Self {
-        RawHeartbeat {
-            interval_ms: DEFAULT_HEARTBEAT_MS,
-        }
-    }
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields, default)]
-struct RawLimits {
-    max_event_bytes: Spanned<usize>,
-    max_open_calls: Spanned<usize>,
-}
-
-impl Default for RawLimits {
-    fn default() -> Self {
-        RawLimits {
-            max_event_bytes: Spanned::new(0..0, DEFAULT_MAX_EVENT_BYTES),
-            max_open_calls: Spanned::new(0..0, DEFAULT_MAX_OPEN_CALLS),
         }
     }
 }
@@ -407,73 +308,4 @@ impl Config {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn error(text: &str) -> String {
-        Config::from_toml_str(text)
-            .expect_err("invalid")
-            .to_string()
-    }
-
-    #[test]
-    fn empty_file_gives_defaults() {
-        let c = Config::from_toml_str("").expect("valid");
-        assert_eq!(c.heartbeat, Duration::from_secs(10));
-        assert_eq!(c.limits, Config::default().limits);
-        assert_eq!(c.classifier.classify("web_search"), Kind::WebSearch);
-    }
-
-    #[test]
-    fn full_file() {
-        let c = Config::from_toml_str(
-            r#"
-            [[tools]]
-            match = ["github_*", "jira_*"]
-            kind = "mcp"
-            [failure]
-            output_patterns = ["^no executor found for tool "]
-            [heartbeat]
-            interval_ms = 0
-            [limits]
-            max_event_bytes = 4096
-            [proxy]
-            listen = "0.0.0.0:9000"
-            upstream = "https://gateway.internal:8443/v1"
-            preserve_host = true
-            "#,
-        )
-        .expect("valid");
-        assert_eq!(c.classifier.classify("jira_issue"), Kind::Mcp);
-        assert_eq!(c.failure.patterns().len(), 1);
-        assert_eq!(c.heartbeat, Duration::ZERO);
-        assert_eq!(c.limits.max_event_bytes, 4096);
-        assert_eq!(c.proxy.listen.port(), 9000);
-        let upstream = c.proxy.upstream.expect("set");
-        assert_eq!(upstream.path(), "/v1");
-        assert!(c.proxy.preserve_host);
-    }
-
-    #[test]
-    fn errors_name_key_and_line() {
-        let e = error("[[tools]]\nmatch = [\"ok\", \"a[\"]\nkind = \"mcp\"\n");
-        assert!(e.contains("line 2: tools[0].match[1]"), "{e}");
-        let e = error("[failure]\noutput_patterns = [\n  \"(\"]\n");
-        assert!(e.contains("line 3: failure.output_patterns[0]"), "{e}");
-        let e = error("[limits]\nmax_event_bytes = 10\n");
-        assert!(e.contains("line 2: limits.max_event_bytes"), "{e}");
-        let e = error("[[tools]]\nmatch = []\nkind = \"mcp\"\n");
-        assert!(e.contains("tools[0].match: must list"), "{e}");
-        let e = error("[[tools]]\nmatch = [\"x\"]\nkind = \"robot\"\n");
-        assert!(e.contains("line 3") && e.contains("unknown variant"), "{e}");
-        let e = error("[proxy]\nupstream = \"ftp://x\"\n");
-        assert!(
-            e.contains("line 2: proxy.upstream: must start with http"),
-            "{e}"
-        );
-        let e = error("[proxy]\nlisten = \"localhost\"\n");
-        assert!(e.contains("line 2: proxy.listen"), "{e}");
-        let e = error("[heartbeat]\ninterval = 5\n");
-        assert!(e.contains("unknown field `interval`"), "{e}");
-    }
-}
+mod tests;

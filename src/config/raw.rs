@@ -1,0 +1,109 @@
+//! The config file as written: serde structs with `deny_unknown_fields`, each section with the
+//! documented defaults. [`super::Config::from_toml_str`] validates them into a `Config`.
+
+use std::path::PathBuf;
+
+use serde::Deserialize;
+use toml::Spanned;
+
+use super::*;
+use crate::lifecycle::Kind;
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields, default)]
+pub(super) struct RawConfig {
+    pub(super) tools: Vec<RawTool>,
+    pub(super) failure: RawFailure,
+    pub(super) heartbeat: RawHeartbeat,
+    pub(super) limits: RawLimits,
+    pub(super) proxy: RawProxy,
+    pub(super) admin: RawAdmin,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub(super) struct RawAdmin {
+    pub(super) listen: Spanned<String>,
+}
+
+impl Default for RawAdmin {
+    fn default() -> Self {
+        RawAdmin {
+            listen: Spanned::new(0..0, DEFAULT_ADMIN_LISTEN.to_string()),
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub(super) struct RawProxy {
+    pub(super) listen: Spanned<String>,
+    pub(super) upstream: Option<Spanned<String>>,
+    pub(super) upstream_ca: Option<PathBuf>,
+    pub(super) preserve_host: bool,
+    pub(super) connect_timeout_ms: u64,
+    pub(super) header_timeout_ms: u64,
+    pub(super) drain_timeout_ms: u64,
+    pub(super) max_connections: Spanned<usize>,
+    pub(super) max_header_bytes: Spanned<usize>,
+}
+
+impl Default for RawProxy {
+    fn default() -> Self {
+        RawProxy {
+            listen: Spanned::new(0..0, DEFAULT_LISTEN.to_string()),
+            upstream: None,
+            upstream_ca: None,
+            preserve_host: false,
+            connect_timeout_ms: DEFAULT_CONNECT_TIMEOUT_MS,
+            header_timeout_ms: DEFAULT_HEADER_TIMEOUT_MS,
+            drain_timeout_ms: DEFAULT_DRAIN_TIMEOUT_MS,
+            max_connections: Spanned::new(0..0, DEFAULT_MAX_CONNECTIONS),
+            max_header_bytes: Spanned::new(0..0, DEFAULT_MAX_HEADER_BYTES),
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawTool {
+    #[serde(rename = "match")]
+    pub(super) patterns: Spanned<Vec<Spanned<String>>>,
+    pub(super) kind: Kind,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields, default)]
+pub(super) struct RawFailure {
+    pub(super) output_patterns: Vec<Spanned<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub(super) struct RawHeartbeat {
+    pub(super) interval_ms: u64,
+}
+
+impl Default for RawHeartbeat {
+    fn default() -> Self {
+        RawHeartbeat {
+            interval_ms: DEFAULT_HEARTBEAT_MS,
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub(super) struct RawLimits {
+    pub(super) max_event_bytes: Spanned<usize>,
+    pub(super) max_open_calls: Spanned<usize>,
+}
+
+impl Default for RawLimits {
+    fn default() -> Self {
+        RawLimits {
+            max_event_bytes: Spanned::new(0..0, DEFAULT_MAX_EVENT_BYTES),
+            max_open_calls: Spanned::new(0..0, DEFAULT_MAX_OPEN_CALLS),
+        }
+    }
+}

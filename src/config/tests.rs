@@ -1,0 +1,70 @@
+//! Config parsing and validation: defaults, every key, errors that name key and line.
+use super::*;
+use crate::lifecycle::Kind;
+
+fn error(text: &str) -> String {
+    Config::from_toml_str(text)
+        .expect_err("invalid")
+        .to_string()
+}
+
+#[test]
+fn empty_file_gives_defaults() {
+    let c = Config::from_toml_str("").expect("valid");
+    assert_eq!(c.heartbeat, Duration::from_secs(10));
+    assert_eq!(c.limits, Config::default().limits);
+    assert_eq!(c.classifier.classify("web_search"), Kind::WebSearch);
+}
+
+#[test]
+fn full_file() {
+    let c = Config::from_toml_str(
+        r#"
+        [[tools]]
+        match = ["github_*", "jira_*"]
+        kind = "mcp"
+        [failure]
+        output_patterns = ["^no executor found for tool "]
+        [heartbeat]
+        interval_ms = 0
+        [limits]
+        max_event_bytes = 4096
+        [proxy]
+        listen = "0.0.0.0:9000"
+        upstream = "https://gateway.internal:8443/v1"
+        preserve_host = true
+        "#,
+    )
+    .expect("valid");
+    assert_eq!(c.classifier.classify("jira_issue"), Kind::Mcp);
+    assert_eq!(c.failure.patterns().len(), 1);
+    assert_eq!(c.heartbeat, Duration::ZERO);
+    assert_eq!(c.limits.max_event_bytes, 4096);
+    assert_eq!(c.proxy.listen.port(), 9000);
+    let upstream = c.proxy.upstream.expect("set");
+    assert_eq!(upstream.path(), "/v1");
+    assert!(c.proxy.preserve_host);
+}
+
+#[test]
+fn errors_name_key_and_line() {
+    let e = error("[[tools]]\nmatch = [\"ok\", \"a[\"]\nkind = \"mcp\"\n");
+    assert!(e.contains("line 2: tools[0].match[1]"), "{e}");
+    let e = error("[failure]\noutput_patterns = [\n  \"(\"]\n");
+    assert!(e.contains("line 3: failure.output_patterns[0]"), "{e}");
+    let e = error("[limits]\nmax_event_bytes = 10\n");
+    assert!(e.contains("line 2: limits.max_event_bytes"), "{e}");
+    let e = error("[[tools]]\nmatch = []\nkind = \"mcp\"\n");
+    assert!(e.contains("tools[0].match: must list"), "{e}");
+    let e = error("[[tools]]\nmatch = [\"x\"]\nkind = \"robot\"\n");
+    assert!(e.contains("line 3") && e.contains("unknown variant"), "{e}");
+    let e = error("[proxy]\nupstream = \"ftp://x\"\n");
+    assert!(
+        e.contains("line 2: proxy.upstream: must start with http"),
+        "{e}"
+    );
+    let e = error("[proxy]\nlisten = \"localhost\"\n");
+    assert!(e.contains("line 2: proxy.listen"), "{e}");
+    let e = error("[heartbeat]\ninterval = 5\n");
+    assert!(e.contains("unknown field `interval`"), "{e}");
+}
