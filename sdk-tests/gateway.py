@@ -1,0 +1,315 @@
+#!/usr/bin/env python3
+"""A scripted upstream gateway for toolpulse's SDK end-to-end tests (stdlib only).
+
+It answers `POST /v1/responses` the way an agent gateway such as antwort does: the model
+calls tools (`function_call` items), the gateway runs each one (a pause), appends its result
+(`function_call_output` item) and streams the final message. Unlike antwort, `output_index`
+is 0-based and dense, because the SDK helpers' accumulators index their output by it.
+
+Every event is an `event: <type>` line plus one `data:` line, numbered 0, 1, 2, … and
+written as its own HTTP/1.1 chunk, flushed at once (real streaming, so a proxy has to
+forward it in real time for a client to see it in real time).
+
+The request's `model` picks the scenario:
+  anything else        the agentic stream: web_search, file_search, two parallel MCP calls
+                       (github_search_issues, and github_broken whose output is
+                       "no executor found for tool github_broken"), then a message
+  "toolpulse-plain"    a message only, no tool at all
+A request with `"stream": false` (or none) gets the final Response object as JSON.
+The query parameter `?done=1` appends `data: [DONE]` after the terminal event (antwort does,
+OpenAI does not) and `?tool_ms=N` sets the tool pause (default 250 ms).
+
+Usage: gateway.py [--port 0]   prints `gateway listening on http://127.0.0.1:PORT` on stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlsplit
+
+RESPONSE_ID = "resp_toolpulse_e2e_0001"
+MODEL = "gpt-toolpulse-e2e"
+PLAIN_MODEL = "toolpulse-plain"
+DEFAULT_TOOL_MS = 250
+
+# The MCP failure text antwort writes when no executor handles a tool.
+BROKEN_OUTPUT = "no executor found for tool github_broken"
+
+FINAL_TEXT = (
+    "I found two open issues about streaming stalls, the design doc explains the "
+    "lifecycle events, and the web agrees: show progress while tools run."
+)
+PLAIN_TEXT = "Hello! No tools were needed for this one."
+
+
+def _function_tool(name: str, description: str, properties: dict) -> dict:
+    return {
+        "type": "function",
+        "name": name,
+        "description": description,
+        "parameters": {
+            "type": "object",
+            "properties": properties,
+            "required": sorted(properties),
+            "additionalProperties": False,
+        },
+        "strict": True,
+    }
+
+
+TOOLS = [
+    _function_tool("web_search", "Search the web", {"query": {"type": "string"}}),
+    _function_tool("file_search", "Search the uploaded files", {"query": {"type": "string"}}),
+    _function_tool(
+        "github_search_issues",
+        "MCP github: search issues",
+        {"repo": {"type": "string"}, "query": {"type": "string"}},
+    ),
+    _function_tool("github_broken", "MCP github: a tool with no executor", {"id": {"type": "string"}}),
+]
+
+# (call_id, tool name, arguments JSON, output text), in the order the model calls them.
+CALLS = {
+    "web": ("call_web_1", "web_search", '{"query":"tool lifecycle events SSE"}',
+            '[{"title":"Streaming tool progress","url":"https://example.com/a"}]'),
+    "file": ("call_file_1", "file_search", '{"query":"lifecycle design doc"}',
+             '[{"file_id":"file_1","filename":"design.md","score":0.92}]'),
+    "gh": ("call_gh_1", "github_search_issues", '{"repo":"acme/agent","query":"stream stalls"}',
+           '[{"number":42,"title":"Stream stalls during tool calls"},{"number":57,"title":"No progress shown"}]'),
+    "broken": ("call_gb_1", "github_broken", '{"id":"7"}', BROKEN_OUTPUT),
+}
+
+
+def base_response(status: str, output: list, created_at: int, usage: dict | None) -> dict:
+    """A complete Responses `Response` object, shaped like OpenAI's."""
+    return {
+        "id": RESPONSE_ID,
+        "object": "response",
+        "created_at": created_at,
+        "status": status,
+        "background": False,
+        "completed_at": created_at + 2 if status == "completed" else None,
+        "error": None,
+        "incomplete_details": None,
+        "instructions": None,
+        "max_output_tokens": None,
+        "max_tool_calls": None,
+        "model": MODEL,
+        "output": output,
+        "parallel_tool_calls": True,
+        "previous_response_id": None,
+        "prompt_cache_key": None,
+        "reasoning": {"effort": None, "summary": None},
+        "safety_identifier": None,
+        "service_tier": "default",
+        "store": False,
+        "temperature": 1.0,
+        "text": {"format": {"type": "text"}, "verbosity": "medium"},
+        "tool_choice": "auto",
+        "tools": TOOLS,
+        "top_logprobs": 0,
+        "top_p": 1.0,
+        "truncation": "disabled",
+        "usage": usage,
+        "user": None,
+        "metadata": {},
+    }
+
+
+USAGE = {
+    "input_tokens": 812,
+    "input_tokens_details": {"cache_write_tokens": 0, "cached_tokens": 0},
+    "output_tokens": 96,
+    "output_tokens_details": {"reasoning_tokens": 0},
+    "total_tokens": 908,
+}
+
+
+class Script:
+    """Builds one stream: a list of (pause_before_seconds, event dict), numbered as it goes."""
+
+    def __init__(self, tool_seconds: float) -> None:
+        self.steps: list[tuple[float, dict]] = []
+        self.output: list[dict] = []  # final items, by output_index
+        self.tool_seconds = tool_seconds
+        self.created_at = int(time.time())
+
+    def emit(self, event: dict, pause: float = 0.0) -> None:
+        event = {"type": event.pop("type"), **event, "sequence_number": len(self.steps)}
+        self.steps.append((pause, event))
+
+    def start(self) -> None:
+        for kind in ("response.created", "response.in_progress"):
+            self.emit({"type": kind, "response": base_response("in_progress", [], self.created_at, None)})
+
+    def function_call(self, key: str) -> int:
+        call_id, name, arguments, _ = CALLS[key]
+        index = len(self.output)
+        item_id = "fc_" + call_id.removeprefix("call_")
+        added = {"id": item_id, "type": "function_call", "status": "in_progress",
+                 "arguments": "", "call_id": call_id, "name": name}
+        self.output.append({**added, "status": "completed", "arguments": arguments})
+        self.emit({"type": "response.output_item.added", "output_index": index, "item": added})
+        cut = len(arguments) // 2
+        for delta in (arguments[:cut], arguments[cut:]):
+            self.emit({"type": "response.function_call_arguments.delta", "item_id": item_id,
+                       "output_index": index, "delta": delta})
+        self.emit({"type": "response.function_call_arguments.done", "item_id": item_id,
+                   "output_index": index, "arguments": arguments})
+        self.emit({"type": "response.output_item.done", "output_index": index,
+                   "item": self.output[index]})
+        return index
+
+    def function_call_output(self, key: str, pause: float) -> int:
+        call_id, _, _, output = CALLS[key]
+        index = len(self.output)
+        item = {"id": "fco_" + call_id.removeprefix("call_"), "type": "function_call_output",
+                "call_id": call_id, "output": output, "status": "completed"}
+        self.output.append(item)
+        # antwort puts the whole output in both events, and marks failures "completed" too.
+        self.emit({"type": "response.output_item.added", "output_index": index, "item": item}, pause)
+        self.emit({"type": "response.output_item.done", "output_index": index, "item": item})
+        return index
+
+    def message(self, text: str, pieces: int = 5) -> None:
+        index = len(self.output)
+        item_id = f"msg_e2e_{index}"
+        part_empty = {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
+        part_full = {**part_empty, "text": text}
+        self.emit({"type": "response.output_item.added", "output_index": index,
+                   "item": {"id": item_id, "type": "message", "status": "in_progress",
+                            "role": "assistant", "content": []}})
+        self.emit({"type": "response.content_part.added", "item_id": item_id,
+                   "output_index": index, "content_index": 0, "part": part_empty})
+        step = -(-len(text) // pieces)
+        for start in range(0, len(text), step):
+            self.emit({"type": "response.output_text.delta", "item_id": item_id,
+                       "output_index": index, "content_index": 0,
+                       "delta": text[start:start + step], "logprobs": []})
+        self.emit({"type": "response.output_text.done", "item_id": item_id,
+                   "output_index": index, "content_index": 0, "text": text, "logprobs": []})
+        self.emit({"type": "response.content_part.done", "item_id": item_id,
+                   "output_index": index, "content_index": 0, "part": part_full})
+        final = {"id": item_id, "type": "message", "status": "completed", "role": "assistant",
+                 "content": [part_full]}
+        self.output.append(final)
+        self.emit({"type": "response.output_item.done", "output_index": index, "item": final})
+
+    def finish(self) -> dict:
+        final = base_response("completed", self.output, self.created_at, USAGE)
+        self.emit({"type": "response.completed", "response": final})
+        return final
+
+
+def agentic_script(tool_seconds: float) -> Script:
+    s = Script(tool_seconds)
+    s.start()
+    s.function_call("web")
+    s.function_call_output("web", tool_seconds)
+    s.function_call("file")
+    s.function_call_output("file", tool_seconds)
+    # Two MCP calls of one turn run in parallel; the broken one answers first.
+    s.function_call("gh")
+    s.function_call("broken")
+    s.function_call_output("broken", tool_seconds)
+    s.function_call_output("gh", tool_seconds / 2)
+    s.message(FINAL_TEXT)
+    s.finish()
+    return s
+
+
+def plain_script(tool_seconds: float) -> Script:
+    s = Script(tool_seconds)
+    s.start()
+    s.message(PLAIN_TEXT, pieces=3)
+    s.finish()
+    return s
+
+
+def encode(event: dict) -> bytes:
+    data = json.dumps(event, separators=(",", ":"), ensure_ascii=False)
+    return f"event: {event['type']}\ndata: {data}\n\n".encode()
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "e2e-gateway/1"
+
+    def log_message(self, format: str, *args) -> None:  # noqa: A002 (stdlib signature)
+        sys.stderr.write("gateway: " + (format % args) + "\n")
+
+    def do_GET(self) -> None:
+        if urlsplit(self.path).path == "/healthz":
+            self._send_json(200, {"ok": True})
+        else:
+            self._send_json(404, {"error": {"message": "not found", "type": "invalid_request_error"}})
+
+    def do_POST(self) -> None:
+        url = urlsplit(self.path)
+        query = parse_qs(url.query)
+        length = int(self.headers.get("Content-Length") or 0)
+        try:
+            body = json.loads(self.rfile.read(length) or b"{}")
+        except ValueError:
+            self._send_json(400, {"error": {"message": "body is not JSON", "type": "invalid_request_error"}})
+            return
+        if url.path != "/v1/responses":
+            self._send_json(404, {"error": {"message": f"no route {url.path}", "type": "invalid_request_error"}})
+            return
+        tool_seconds = int(query.get("tool_ms", [DEFAULT_TOOL_MS])[0]) / 1000
+        script = (plain_script if body.get("model") == PLAIN_MODEL else agentic_script)(tool_seconds)
+        if not body.get("stream"):
+            self._send_json(200, script.steps[-1][1]["response"])
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        chunks = [(pause, encode(event)) for pause, event in script.steps]
+        if query.get("done", ["0"])[0] == "1":
+            chunks.append((0.0, b"data: [DONE]\n\n"))
+        try:
+            for pause, chunk in chunks:
+                if pause:
+                    time.sleep(pause)
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                self.wfile.flush()
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+
+    def _send_json(self, status: int, payload: dict) -> None:
+        body = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+        self.wfile.flush()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=0)
+    args = parser.parse_args()
+    server = ThreadingHTTPServer((args.host, args.port), Handler)
+    server.daemon_threads = True
+    host, port = server.server_address[:2]
+    print(f"gateway listening on http://{host}:{port}", flush=True)
+    try:
+        server.serve_forever(poll_interval=0.1)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# The official-SDK end-to-end tests: openai-python and openai-node through a real toolpulse
+# in front of the scripted gateway (gateway.py). Builds nothing in Rust.
+#
+#   bash sdk-tests/run.sh [TOOLPULSE_BIN]      # default target/debug/toolpulse, from the repo root
+#
+# Needs python3 (3.9+, with venv or pip), node 20+ and npm, and the PyPI and npm registries.
+# Creates sdk-tests/.venv (pinned by requirements.txt) and sdk-tests/node/node_modules
+# (pinned by package-lock.json). Runs both suites, then exits non-zero if either failed.
+# OPENAI_NODE_PACKAGES picks the openai-node installs to test (default "openai openai-v6").
+set -euo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+REPO="$(cd "$HERE/.." && pwd)"
+cd "$REPO"
+
+BIN="${1:-${TOOLPULSE_BIN:-target/debug/toolpulse}}"
+case "$BIN" in /*) ;; *) BIN="$REPO/$BIN" ;; esac
+if [ ! -x "$BIN" ]; then
+  echo "sdk-tests: no toolpulse binary at $BIN (build it first: cargo build)" >&2
+  exit 2
+fi
+# Both suites test one and the same binary, even if a build replaces BIN meanwhile.
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/toolpulse-sdk-tests.XXXXXX")"
+trap 'rm -rf "$WORK"' EXIT
+cp "$BIN" "$WORK/toolpulse"
+export TOOLPULSE_BIN="$WORK/toolpulse"
+
+PYTHON="${PYTHON:-python3}"
+for tool in "$PYTHON" node npm timeout; do
+  command -v "$tool" >/dev/null || { echo "sdk-tests: $tool is required" >&2; exit 2; }
+done
+
+# Everything here talks to 127.0.0.1 only; keep any configured HTTP proxy out of it.
+export NO_PROXY="127.0.0.1,localhost${NO_PROXY:+,$NO_PROXY}"
+export no_proxy="$NO_PROXY"
+export PYTHONDONTWRITEBYTECODE=1
+
+echo "== sdk-tests: python environment"
+VENV="$HERE/.venv"
+if [ ! -x "$VENV/bin/python" ]; then
+  rm -rf "$VENV"
+  # Debian's python3 has no ensurepip without python3-venv: then make the venv without pip
+  # and let the system pip install into it.
+  "$PYTHON" -m venv "$VENV" 2>/dev/null || { rm -rf "$VENV"; "$PYTHON" -m venv --without-pip "$VENV"; }
+fi
+if "$VENV/bin/python" -m pip --version >/dev/null 2>&1; then
+  PIP=("$VENV/bin/python" -m pip)
+else
+  PIP=("$PYTHON" -m pip --python "$VENV/bin/python")
+fi
+timeout 600 "${PIP[@]}" install --quiet --disable-pip-version-check -r "$HERE/requirements.txt"
+
+echo "== sdk-tests: node environment"
+(cd "$HERE/node" && timeout 600 npm ci --no-audit --no-fund --loglevel=error)
+
+status=0
+echo "== sdk-tests: openai-python ($("$VENV/bin/python" -c 'import openai; print(openai.__version__)'))"
+timeout 600 "$VENV/bin/python" -m pytest "$HERE/test_python_sdk.py" --rootdir "$HERE" \
+  -p no:cacheprovider -q -rfE || { echo "sdk-tests: openai-python suite FAILED" >&2; status=1; }
+
+echo "== sdk-tests: openai-node ($(node --version))"
+PYTHON="$VENV/bin/python" timeout 600 node --test "$HERE/node/test.mjs" \
+  || { echo "sdk-tests: openai-node suite FAILED" >&2; status=1; }
+
+exit "$status"
