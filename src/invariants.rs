@@ -5,13 +5,14 @@
 //! 1. dense renumbering: numbers in the output are consecutive wherever the input's were, and an
 //!    upstream event differs from its input bytes only in its `sequence_number` digits (an event
 //!    over `max_event_bytes` is forwarded unread, so density restarts after it);
-//! 2. exactly once: every injected `in_progress` is closed by exactly one terminal event, after it;
+//! 2. exactly once: every injected opening event (`in_progress`, stage `start`, `tool_call_start`,
+//!    `tool_start`) is closed by exactly one terminal event of its profile, after it;
 //! 3. untouched when nothing to do: no injected event means output == input;
 //! 4. lose nothing: every input event appears in the output, in order; so does an unterminated
 //!    tail. Injected events have the documented shape (no top-level `error`, the call's own
 //!    `item_id`, which the client has already seen).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
 use serde_json::{Map, Value};
 
@@ -161,16 +162,45 @@ fn same_but_number(inp: &Event, out: &Event) -> Result<Option<bool>, String> {
     Ok(Some(true))
 }
 
+/// The payload profiles' event types (`stages`, `tool_call`, `tool`).
+const PAYLOAD_TYPES: &[&str] = &[
+    "tool.stage",
+    "tool_call_start",
+    "tool_call_end",
+    "tool_call_error",
+    "tool_start",
+    "tool_end",
+    "tool_error",
+];
+
 fn injected_json(event: &Event) -> Result<Map<String, Value>, String> {
-    let kind = event.event_type().ok_or("no event line")?;
-    let kind = std::str::from_utf8(kind).map_err(|_| "event type not UTF-8")?;
-    let known = [IN_PROGRESS, SEARCHING, TERMINAL];
-    if !known.iter().any(|set| set.contains(&kind)) {
+    let json = json_of(event).ok_or("data is not a JSON object")?;
+    let kind = json
+        .get("type")
+        .and_then(Value::as_str)
+        .ok_or("no `type`")?;
+    if let Some(line) = event.event_type()
+        && line != kind.as_bytes()
+    {
+        return Err("`type` differs from the event line".into());
+    }
+    let openai = [IN_PROGRESS, SEARCHING, TERMINAL];
+    if openai.iter().any(|set| set.contains(&kind)) {
+        check_openai(event, kind, &json)?;
+    } else if PAYLOAD_TYPES.contains(&kind) {
+        let (_, id, _) = lifecycle_step(kind, &json)?;
+        if id.is_empty() {
+            return Err(format!("{kind} without its call id"));
+        }
+    } else {
         return Err(format!("unknown event type {kind:?}"));
     }
-    let json = json_of(event).ok_or("data is not a JSON object")?;
-    if json.get("type").and_then(Value::as_str) != Some(kind) {
-        return Err("`type` differs from the event line".into());
+    Ok(json)
+}
+
+fn check_openai(event: &Event, kind: &str, json: &Map<String, Value>) -> Result<(), String> {
+    if event.event_type().is_none() {
+        return Err("an OpenAI event without its event line".into());
     }
     if json.contains_key("error") {
         return Err("a top-level `error` key".into());
@@ -189,17 +219,69 @@ fn injected_json(event: &Event) -> Result<Map<String, Value>, String> {
             return Err("terminal event without `duration_ms`".into());
         }
     }
-    Ok(json)
+    Ok(())
 }
 
-/// The state of every call the output has announced.
+/// Where an injected event stands in its call's life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Step {
+    Open,
+    Middle,
+    Close,
+}
+
+/// An injected event's (profile family, call id, step).
+fn lifecycle_step(kind: &str, json: &Map<String, Value>) -> Result<(String, String, Step), String> {
+    let text = |key: &str| {
+        json.get(key)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    };
+    let step = |open: bool, close: bool| match (open, close) {
+        (true, _) => Step::Open,
+        (_, true) => Step::Close,
+        _ => Step::Middle,
+    };
+    Ok(match kind {
+        "tool.stage" => {
+            let stage = text("stage");
+            if !matches!(stage.as_str(), "start" | "streaming" | "running" | "end") {
+                return Err(format!("unknown stage {stage:?}"));
+            }
+            (
+                "stages".into(),
+                text("id"),
+                step(stage == "start", stage == "end"),
+            )
+        }
+        "tool_call_start" | "tool_call_end" | "tool_call_error" => {
+            let open = kind == "tool_call_start";
+            ("tool_call".into(), text("toolCallId"), step(open, !open))
+        }
+        "tool_start" | "tool_end" | "tool_error" => {
+            let open = kind == "tool_start";
+            ("tool".into(), text("tool_call_id"), step(open, !open))
+        }
+        _ => {
+            let family = kind.rsplit_once('.').map_or("", |(f, _)| f).to_string();
+            let open = IN_PROGRESS.contains(&kind);
+            (
+                family,
+                text("item_id"),
+                step(open, TERMINAL.contains(&kind)),
+            )
+        }
+    })
+}
+
+/// The state of every call the output has announced, per profile family.
 #[derive(Default)]
 struct Calls {
-    /// Item ids (and call ids) of `function_call` items the client has seen.
+    /// Item ids and call ids of `function_call` items the client has seen.
     known_items: HashSet<String>,
-    /// Open calls by item id, with their event family (`response.mcp_call`, …).
-    open: HashMap<String, String>,
-    closed: HashSet<String>,
+    open: HashSet<(String, String)>,
+    closed: HashSet<(String, String)>,
 }
 
 impl Calls {
@@ -217,29 +299,32 @@ impl Calls {
 
     fn see_injected(&mut self, json: &Map<String, Value>) -> Result<(), String> {
         let kind = json["type"].as_str().unwrap_or_default();
-        let item = json["item_id"].as_str().unwrap_or_default().to_string();
-        let family = kind.rsplit_once('.').map_or("", |(f, _)| f).to_string();
-        if !self.known_items.contains(&item) {
+        let (family, id, step) = lifecycle_step(kind, json)?;
+        if !self.known_items.contains(&id) {
             return Err(format!(
-                "{kind} for item {item:?}, which the client has not seen"
+                "{kind} for call {id:?}, which the client has not seen"
             ));
         }
-        if self.closed.contains(&item) {
-            return Err(format!("{kind} for item {item:?} after it was closed"));
+        let key = (family, id);
+        if self.closed.contains(&key) {
+            return Err(format!("{kind} for call {:?} after it was closed", key.1));
         }
-        let open_family = self.open.get(&item);
-        if IN_PROGRESS.contains(&kind) {
-            if open_family.is_some() {
-                return Err(format!("second in_progress for item {item:?}"));
+        match step {
+            Step::Open if !self.open.insert(key.clone()) => {
+                Err(format!("a second opening event for call {:?}", key.1))
             }
-            self.open.insert(item, family);
-        } else if open_family != Some(&family) {
-            return Err(format!("{kind} for item {item:?} without its in_progress"));
-        } else if TERMINAL.contains(&kind) {
-            self.open.remove(&item);
-            self.closed.insert(item);
+            Step::Open => Ok(()),
+            _ if !self.open.contains(&key) => Err(format!(
+                "{kind} for call {:?} without its opening event",
+                key.1
+            )),
+            Step::Middle => Ok(()),
+            Step::Close => {
+                self.open.remove(&key);
+                self.closed.insert(key);
+                Ok(())
+            }
         }
-        Ok(())
     }
 }
 
@@ -347,7 +432,7 @@ mod tests {
             (&[A, ADDED, START, B], "not dense"),
             (&[A, ADDED, START, B3], "never closed"),
             (&[A, ADDED, START, END, B3], "not dense"),
-            (&[A, ADDED, END, B], "without its in_progress"),
+            (&[A, ADDED, END, B], "without its opening event"),
             (&[A, ADDED, b"data: x\n\n", B], "neither upstream"),
         ];
         for (parts, expected) in cases {
@@ -359,5 +444,39 @@ mod tests {
         let same_number_other_bytes = b"data: {\"type\":\"a\", \"sequence_number\":0}\n\n";
         let err = check(A, same_number_other_bytes, 1 << 20).expect_err("changed");
         assert!(err.contains("kept its number"), "{err}");
+    }
+
+    #[test]
+    fn payload_profiles_open_and_close_once() {
+        let input = cat(&[A, ADDED, B]);
+        let ev = |json: &str| format!("data: {json}\n\n").into_bytes();
+        let start = ev(
+            r#"{"type":"tool_start","sequence_number":2,"tool_call_id":"c","tool_name":"n","args":{}}"#,
+        );
+        let end = ev(
+            r#"{"type":"tool_end","sequence_number":4,"tool_call_id":"c","tool_name":"n","status":"success"}"#,
+        );
+        let end3 = ev(
+            r#"{"type":"tool_end","sequence_number":3,"tool_call_id":"c","tool_name":"n","status":"success"}"#,
+        );
+        let ok = cat(&[A, ADDED, &start, B3, &end]);
+        assert!(check(&input, &ok, 1 << 20).is_ok());
+        let twice = cat(&[
+            A,
+            ADDED,
+            &start,
+            &end3,
+            b"data: {\"type\":\"b\",\"sequence_number\":4}\n\n",
+        ]);
+        let err = check(&input, &cat(&[&twice, &end]), 1 << 20).expect_err("closed twice");
+        assert!(
+            err.contains("after it was closed") || err.contains("neither"),
+            "{err}"
+        );
+        let stage = ev(
+            r#"{"type":"tool.stage","sequence_number":2,"stage":"running","id":"c","name":"n","parameters":""}"#,
+        );
+        let err = check(&input, &cat(&[A, ADDED, &stage, B3]), 1 << 20).expect_err("no start");
+        assert!(err.contains("without its opening event"), "{err}");
     }
 }

@@ -21,6 +21,7 @@ pub mod metrics;
 pub mod profiles;
 pub mod proxy;
 pub mod rewrite;
+pub mod sanitize;
 pub mod serve;
 pub mod sse;
 

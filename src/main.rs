@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Instant, SystemTime};
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
@@ -66,6 +66,9 @@ enum Command {
         /// Config file (TOML); built-in defaults when absent.
         #[arg(long, env = "TOOLPULSE_CONFIG")]
         config: Option<PathBuf>,
+        /// Event profiles to render, e.g. `tool,stages` (default: the config's `[events]`).
+        #[arg(long)]
+        profiles: Option<String>,
         /// The upstream stream to rewrite.
         #[arg(default_value = "-")]
         input: PathBuf,
@@ -88,7 +91,11 @@ fn main() -> ExitCode {
     let result = match cli.command {
         None => serve(cli.serve),
         Some(Command::Demo) => runtime().and_then(|rt| rt.block_on(toolpulse::demo::run())),
-        Some(Command::Rewrite { config, input }) => rewrite(config.as_deref(), &input),
+        Some(Command::Rewrite {
+            config,
+            profiles,
+            input,
+        }) => rewrite(config.as_deref(), profiles.as_deref(), &input),
         Some(Command::Check { file }) => check(&file),
         Some(Command::Health { admin }) => toolpulse::admin::probe(admin, HEALTH_TIMEOUT),
     };
@@ -144,8 +151,14 @@ fn load_config(path: Option<&Path>) -> anyhow::Result<Config> {
     })
 }
 
-fn rewrite(config: Option<&Path>, input: &Path) -> anyhow::Result<()> {
+fn rewrite(config: Option<&Path>, profiles: Option<&str>, input: &Path) -> anyhow::Result<()> {
     let config = Arc::new(load_config(config)?);
+    let mut rewriter = Rewriter::new(config).with_wall_clock(SystemTime::now(), Instant::now());
+    if let Some(list) = profiles {
+        let picked = toolpulse::profiles::parse_list(list, &toolpulse::profiles::Profile::ALL)
+            .map_err(|e| anyhow::anyhow!("--profiles: {e}"))?;
+        rewriter = rewriter.with_profiles(picked);
+    }
     let mut reader: Box<dyn Read> = if input == Path::new("-") {
         Box::new(io::stdin().lock())
     } else {
@@ -153,7 +166,6 @@ fn rewrite(config: Option<&Path>, input: &Path) -> anyhow::Result<()> {
             .with_context(|| format!("cannot read {}", input.display()))?;
         Box::new(file)
     };
-    let mut rewriter = Rewriter::new(config);
     let mut stdout = io::stdout().lock();
     let mut buf = vec![0; READ_CHUNK_BYTES];
     loop {

@@ -422,3 +422,63 @@ async fn a_hundred_concurrent_streams_are_all_correct() {
         assert_eq!(without_durations(&out), want);
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_picks_its_profiles_by_header() {
+    let input = fixture("web_search.sse");
+    let chunks = vec![input.clone()];
+    let mut gw = Gateway::start(move |_| Reply::sse(chunks.clone())).await;
+    let mut config = Config::default();
+    config.events.allowed_profiles = vec![
+        toolpulse::profiles::Profile::OpenAi,
+        toolpulse::profiles::Profile::Tool,
+        toolpulse::profiles::Profile::Stages,
+    ];
+    let proxy = start_proxy(config, &gw.url()).await;
+    let client = http_client();
+    let request = |profiles: &str| {
+        http::Request::post(format!("http://{proxy}/v1/responses"))
+            .header("x-toolpulse-profiles", profiles)
+            .body(http_body_util::Full::new(bytes::Bytes::from_static(
+                REQUEST.as_bytes(),
+            )))
+            .expect("request")
+    };
+
+    let response = client
+        .request(request("tool, stages"))
+        .await
+        .expect("response");
+    let out = read_all(&mut response.into_body()).await;
+    let seen = gw.requests.recv().await.expect("forwarded");
+    assert_eq!(
+        seen.header("x-toolpulse-profiles"),
+        None,
+        "the header is not forwarded"
+    );
+    invariants::check(&input, &out, usize::MAX).expect("invariants");
+    let text = String::from_utf8_lossy(&out);
+    assert!(text.contains(r#""type":"tool_start""#) && text.contains(r#""type":"tool_end""#));
+    assert!(text.contains(r#""type":"tool.stage""#));
+    assert!(
+        !text.contains("web_search_call"),
+        "only the picked profiles: {text}"
+    );
+
+    for bad in ["tool_call", "robot", ""] {
+        let response = client.request(request(bad)).await.expect("response");
+        assert_eq!(response.status(), 400, "{bad:?}");
+        let body = response
+            .into_body()
+            .collect()
+            .await
+            .expect("body")
+            .to_bytes();
+        let json: serde_json::Value = serde_json::from_slice(&body).expect("json");
+        assert_eq!(json["error"]["code"], "invalid_profiles");
+    }
+    assert!(
+        gw.requests.try_recv().is_err(),
+        "refused requests are not forwarded"
+    );
+}

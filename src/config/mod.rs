@@ -10,8 +10,11 @@ use std::time::Duration;
 
 use http::Uri;
 
+use crate::lifecycle::classify::DEFAULT_PATTERN_KIND;
 use crate::lifecycle::classify::{FALLBACK, Origin};
 use crate::lifecycle::{Classifier, FailureRules};
+use crate::profiles::Profile;
+use crate::sanitize::Sanitizer;
 use raw::*;
 
 mod raw;
@@ -58,6 +61,40 @@ pub struct Config {
     pub limits: Limits,
     pub proxy: ProxyConfig,
     pub admin: AdminConfig,
+    pub events: EventsConfig,
+    pub sanitizer: Sanitizer,
+    /// The templates of each `[[tools]]` rule, by rule index.
+    pub tool_templates: Vec<ToolTemplates>,
+}
+
+/// The `[events]` section: which profiles render lifecycle events.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EventsConfig {
+    /// The profiles of every stream, unless a request picks others.
+    pub profiles: Vec<Profile>,
+    /// The profiles a request may pick with `x-toolpulse-profiles`.
+    pub allowed_profiles: Vec<Profile>,
+}
+
+impl Default for EventsConfig {
+    fn default() -> Self {
+        EventsConfig {
+            profiles: vec![Profile::OpenAi],
+            allowed_profiles: Profile::ALL.to_vec(),
+        }
+    }
+}
+
+/// Per-tool strings for the payload-carrying profiles (`[[tools]] display/summary/count`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ToolTemplates {
+    /// "Searching the web for “{query}”…": `{name}` placeholders from the call's arguments.
+    pub display: Option<String>,
+    /// "Found {count} results": `{count}`, `{tool}` and argument placeholders.
+    pub summary: Option<String>,
+    /// A JSON pointer into the tool's output at the result list (its length is the count) or a
+    /// number.
+    pub count: Option<String>,
 }
 
 /// The `[admin]` section: health, readiness and metrics, on their own address.
@@ -149,6 +186,9 @@ impl Default for Config {
             },
             proxy: ProxyConfig::default(),
             admin: AdminConfig::default(),
+            events: EventsConfig::default(),
+            sanitizer: Sanitizer::default(),
+            tool_templates: Vec::new(),
         }
     }
 }
@@ -181,12 +221,60 @@ impl Config {
             invalid(key, pattern.span(), bad.error.to_string())
         })?;
 
+        let mut tool_templates = Vec::new();
+        for (i, tool) in raw.tools.iter().enumerate() {
+            if let Some(count) = &tool.count
+                && !(count.get_ref().is_empty() || count.get_ref().starts_with('/'))
+            {
+                let message = "must be a JSON pointer such as \"/results\"".to_string();
+                return Err(invalid(format!("tools[{i}].count"), count.span(), message));
+            }
+            tool_templates.push(ToolTemplates {
+                display: tool.display.clone(),
+                summary: tool.summary.clone(),
+                count: tool.count.as_ref().map(|c| c.get_ref().clone()),
+            });
+        }
+
         let patterns = &raw.failure.output_patterns;
         let texts: Vec<String> = patterns.iter().map(|p| p.get_ref().clone()).collect();
-        let failure = FailureRules::new(&texts).map_err(|(i, e)| {
+        let kinds_table = raw.failure.kinds.get_ref();
+        if let Some(unknown) = kinds_table.keys().find(|k| !texts.contains(k)) {
+            let message = format!("{unknown:?} is not one of failure.output_patterns");
+            return Err(invalid(
+                "failure.kinds".into(),
+                raw.failure.kinds.span(),
+                message,
+            ));
+        }
+        let kinds = texts
+            .iter()
+            .map(|t| {
+                kinds_table
+                    .get(t)
+                    .cloned()
+                    .unwrap_or_else(|| DEFAULT_PATTERN_KIND.into())
+            })
+            .collect();
+        let failure = FailureRules::with_kinds(&texts, kinds).map_err(|(i, e)| {
             let key = format!("failure.output_patterns[{i}]");
             invalid(key, patterns[i].span(), e.to_string())
         })?;
+
+        let sanitize = &raw.sanitize;
+        let sanitizer = Sanitizer::new(
+            sanitize.redact_keys.get_ref(),
+            sanitize.max_string_bytes.max(1),
+            sanitize.max_payload_bytes.max(1),
+        )
+        .map_err(|(i, e)| {
+            let key = format!("sanitize.redact_keys[{i}]");
+            invalid(key, sanitize.redact_keys.span(), e.to_string())
+        })?;
+        let events = EventsConfig {
+            profiles: raw.events.profiles.clone(),
+            allowed_profiles: raw.events.allowed_profiles.clone(),
+        };
 
         let max_event_bytes = raw.limits.max_event_bytes;
         if !(MIN_MAX_EVENT_BYTES..=MAX_MAX_EVENT_BYTES).contains(max_event_bytes.get_ref()) {
@@ -247,6 +335,9 @@ impl Config {
         };
 
         Ok(Config {
+            events,
+            sanitizer,
+            tool_templates,
             proxy,
             admin: AdminConfig {
                 listen: admin_listen,
@@ -293,6 +384,22 @@ impl Config {
         let _ = writeln!(
             s,
             "limits: max_event_bytes = {max_event_bytes}, max_open_calls = {max_open_calls}"
+        );
+        let proxy = &self.proxy;
+        let upstream = proxy
+            .upstream
+            .as_ref()
+            .map_or("(none: give --upstream)".into(), Uri::to_string);
+        let _ = writeln!(s, "proxy: listen {} -> upstream {upstream}", proxy.listen);
+        let _ = writeln!(s, "admin: listen {}", self.admin.listen);
+        let names = |list: &[Profile]| list.iter().map(|p| p.name()).collect::<Vec<_>>().join(", ");
+        let (on, allowed) = (
+            names(&self.events.profiles),
+            names(&self.events.allowed_profiles),
+        );
+        let _ = writeln!(
+            s,
+            "events: profiles {on}; a request may pick from {allowed}"
         );
         s
     }

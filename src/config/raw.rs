@@ -8,6 +8,7 @@ use toml::Spanned;
 
 use super::*;
 use crate::lifecycle::Kind;
+use crate::profiles::Profile;
 
 #[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields, default)]
@@ -18,6 +19,45 @@ pub(super) struct RawConfig {
     pub(super) limits: RawLimits,
     pub(super) proxy: RawProxy,
     pub(super) admin: RawAdmin,
+    pub(super) events: RawEvents,
+    pub(super) sanitize: RawSanitize,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub(super) struct RawEvents {
+    pub(super) profiles: Vec<Profile>,
+    pub(super) allowed_profiles: Vec<Profile>,
+}
+
+impl Default for RawEvents {
+    fn default() -> Self {
+        RawEvents {
+            profiles: vec![Profile::OpenAi],
+            allowed_profiles: Profile::ALL.to_vec(),
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub(super) struct RawSanitize {
+    pub(super) redact_keys: Spanned<Vec<String>>,
+    pub(super) max_string_bytes: usize,
+    pub(super) max_payload_bytes: usize,
+}
+
+impl Default for RawSanitize {
+    fn default() -> Self {
+        let keys = crate::sanitize::DEFAULT_REDACT_PATTERNS
+            .iter()
+            .map(|k| k.to_string());
+        RawSanitize {
+            redact_keys: Spanned::new(0..0, keys.collect()),
+            max_string_bytes: crate::sanitize::DEFAULT_MAX_STRING_BYTES,
+            max_payload_bytes: crate::sanitize::DEFAULT_MAX_PAYLOAD_BYTES,
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -70,12 +110,26 @@ pub(super) struct RawTool {
     #[serde(rename = "match")]
     pub(super) patterns: Spanned<Vec<Spanned<String>>>,
     pub(super) kind: Kind,
+    pub(super) display: Option<String>,
+    pub(super) summary: Option<String>,
+    pub(super) count: Option<Spanned<String>>,
 }
 
-#[derive(Deserialize, Default)]
+#[derive(Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub(super) struct RawFailure {
     pub(super) output_patterns: Vec<Spanned<String>>,
+    /// `pattern = "kind"`: the `error.kind` reported when that output pattern matches.
+    pub(super) kinds: Spanned<std::collections::BTreeMap<String, String>>,
+}
+
+impl Default for RawFailure {
+    fn default() -> Self {
+        RawFailure {
+            output_patterns: Vec::new(),
+            kinds: Spanned::new(0..0, Default::default()),
+        }
+    }
 }
 
 #[derive(Deserialize)]

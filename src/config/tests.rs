@@ -68,3 +68,58 @@ fn errors_name_key_and_line() {
     let e = error("[heartbeat]\ninterval = 5\n");
     assert!(e.contains("unknown field `interval`"), "{e}");
 }
+
+#[test]
+fn profiles_templates_kinds_and_sanitizing() {
+    let c = Config::from_toml_str(
+        r#"
+        [[tools]]
+        match = ["web_search"]
+        kind = "web_search"
+        display = "Searching for {query}"
+        summary = "Found {count}"
+        count = "/results"
+        [failure]
+        output_patterns = ["^a", "^b"]
+        [failure.kinds]
+        "^b" = "b_failed"
+        [events]
+        profiles = ["openai", "tool"]
+        allowed_profiles = ["tool"]
+        [sanitize]
+        redact_keys = ["*secret*"]
+        max_string_bytes = 10
+        max_payload_bytes = 100
+        "#,
+    )
+    .expect("valid");
+    use crate::profiles::Profile;
+    assert_eq!(c.events.profiles, [Profile::OpenAi, Profile::Tool]);
+    assert_eq!(c.events.allowed_profiles, [Profile::Tool]);
+    assert_eq!(c.tool_templates[0].count.as_deref(), Some("/results"));
+    assert_eq!(
+        c.classifier.classify_rule("web_search"),
+        (Kind::WebSearch, Some(0))
+    );
+    assert_eq!(c.failure.kinds(), ["tool_error", "b_failed"]);
+    assert_eq!(c.sanitizer.max_payload_bytes(), 100);
+    assert_eq!(Config::default().events.profiles, [Profile::OpenAi]);
+}
+
+#[test]
+fn profile_related_errors() {
+    let e = error("[events]\nprofiles = [\"robot\"]\n");
+    assert!(e.contains("unknown variant `robot`"), "{e}");
+    let e = error("[[tools]]\nmatch = [\"x\"]\nkind = \"mcp\"\ncount = \"results\"\n");
+    assert!(
+        e.contains("line 4: tools[0].count: must be a JSON pointer"),
+        "{e}"
+    );
+    let e = error("[failure]\noutput_patterns = [\"^a\"]\n[failure.kinds]\n\"^b\" = \"x\"\n");
+    assert!(
+        e.contains("failure.kinds: \"^b\" is not one of failure.output_patterns"),
+        "{e}"
+    );
+    let e = error("[sanitize]\nredact_keys = [\"a[\"]\n");
+    assert!(e.contains("sanitize.redact_keys[0]"), "{e}");
+}

@@ -1,23 +1,80 @@
 //! Event profiles: each renders lifecycle [`Transition`]s as the SSE events one kind of client
-//! expects. A profile is a small pure function; the rewriter numbers and encodes what it returns.
+//! expects. A profile is a small pure function of the transition and a [`Context`]; the rewriter
+//! numbers and encodes what it returns. Several profiles may be active on one stream.
 
 pub mod openai;
+pub mod stages;
+mod text;
+pub mod tool;
+pub mod tool_call;
 
-use crate::lifecycle::{Kind, Transition};
+use std::time::SystemTime;
+
+use serde::Deserialize;
+
+use crate::config::{Config, ToolTemplates};
+use crate::lifecycle::{Call, Kind, Transition};
 use crate::sse::NewEvent;
 
 /// A client contract for tool lifecycle events.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
 pub enum Profile {
     /// OpenAI's own hosted-tool events (`response.web_search_call.in_progress`, …). The default.
+    #[serde(rename = "openai")]
     OpenAi,
+    /// ToolBlock stages `start` → `streaming` → `running` → `end` (seed 001).
+    #[serde(rename = "stages")]
+    Stages,
+    /// `tool_call_start` / `tool_call_end` / `tool_call_error` (seed 003).
+    #[serde(rename = "tool_call")]
+    ToolCall,
+    /// `tool_start` / `tool_end` / `tool_error` with display strings and timings (seed 004).
+    #[serde(rename = "tool")]
+    Tool,
+}
+
+/// What a profile may look at besides the transition.
+pub struct Context<'a> {
+    pub config: &'a Config,
+    /// Wall-clock time of the transition, when the rewriter was given a clock.
+    pub wall: Option<SystemTime>,
+}
+
+impl Context<'_> {
+    /// The `[[tools]]` templates of the rule that classified `call`.
+    pub fn templates(&self, call: &Call) -> Option<&ToolTemplates> {
+        call.rule.and_then(|r| self.config.tool_templates.get(r))
+    }
 }
 
 impl Profile {
+    pub const ALL: [Profile; 4] = [
+        Profile::OpenAi,
+        Profile::Stages,
+        Profile::ToolCall,
+        Profile::Tool,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Profile::OpenAi => "openai",
+            Profile::Stages => "stages",
+            Profile::ToolCall => "tool_call",
+            Profile::Tool => "tool",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Profile> {
+        Profile::ALL.into_iter().find(|p| p.name() == name)
+    }
+
     /// Appends the events for `transition` to `out`.
-    pub fn render(self, transition: &Transition, out: &mut Vec<NewEvent>) {
+    pub fn render(self, transition: &Transition, context: &Context<'_>, out: &mut Vec<NewEvent>) {
         match self {
             Profile::OpenAi => openai::render(transition, out),
+            Profile::Stages => stages::render(transition, context, out),
+            Profile::ToolCall => tool_call::render(transition, context, out),
+            Profile::Tool => tool::render(transition, context, out),
         }
     }
 
@@ -26,6 +83,44 @@ impl Profile {
     pub fn shows(self, kind: Kind) -> bool {
         match self {
             Profile::OpenAi => openai::shows(kind),
+            Profile::Stages | Profile::ToolCall | Profile::Tool => kind != Kind::Ignore,
         }
+    }
+}
+
+/// Parses an `x-toolpulse-profiles` value (`a,b`), each name one of `allowed`.
+pub fn parse_list(value: &str, allowed: &[Profile]) -> Result<Vec<Profile>, String> {
+    let mut profiles = Vec::new();
+    for name in value.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+        let profile =
+            Profile::from_name(name).ok_or_else(|| format!("unknown profile {name:?}"))?;
+        if !allowed.contains(&profile) {
+            return Err(format!("profile {name:?} is not allowed here"));
+        }
+        if !profiles.contains(&profile) {
+            profiles.push(profile);
+        }
+    }
+    if profiles.is_empty() {
+        return Err("no profile named".into());
+    }
+    Ok(profiles)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_lists() {
+        let all = Profile::ALL;
+        assert_eq!(
+            parse_list("tool, stages", &all),
+            Ok(vec![Profile::Tool, Profile::Stages])
+        );
+        assert_eq!(parse_list("openai,openai", &all), Ok(vec![Profile::OpenAi]));
+        assert!(parse_list("robot", &all).is_err());
+        assert!(parse_list("tool", &[Profile::OpenAi]).is_err());
+        assert!(parse_list(" , ", &all).is_err());
     }
 }

@@ -62,6 +62,18 @@ impl ProxyError {
     }
 }
 
+/// A request toolpulse itself refuses (a bad `x-toolpulse-profiles`), OpenAI-style.
+pub fn invalid_request(code: &str, message: &str) -> Response<ProxyBody> {
+    let body = json!({
+        "error": {"message": message, "type": "invalid_request_error", "code": code}
+    });
+    let mut response = Response::new(ProxyBody::full(Bytes::from(body.to_string())));
+    *response.status_mut() = StatusCode::BAD_REQUEST;
+    let json = HeaderValue::from_static("application/json");
+    response.headers_mut().insert(header::CONTENT_TYPE, json);
+    response
+}
+
 #[cfg(test)]
 mod tests {
     use http_body_util::BodyExt;

@@ -16,7 +16,7 @@ pub mod server;
 
 use std::net::SocketAddr;
 use std::sync::{Arc, RwLock};
-use std::time::Instant;
+use std::time::{Instant, SystemTime};
 
 use http::{Request, Response, Uri};
 use hyper::body::Incoming;
@@ -24,10 +24,15 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::Config;
 use crate::metrics::{Metrics, Outcome};
+use crate::profiles;
 use crate::rewrite::Rewriter;
 use body::ProxyBody;
 use error::ProxyError;
 use log::RequestLog;
+
+/// The request header that picks the event profiles of one stream (`tool,stages`); it is
+/// checked against `[events] allowed_profiles` and not forwarded.
+pub const PROFILES_HEADER: &str = "x-toolpulse-profiles";
 
 /// Shared state of one proxy: its config, the upstream client, metrics, the drain signal.
 pub struct Proxy {
@@ -101,6 +106,22 @@ impl Proxy {
         let (mut head, body) = request.into_parts();
         let path = head.uri.path().to_string();
         let mut log = RequestLog::new(self.metrics.clone(), head.method.clone(), path.clone());
+        let profiles = match head.headers.remove(PROFILES_HEADER) {
+            None => None,
+            Some(value) => {
+                let allowed = &config.events.allowed_profiles;
+                let picked = value.to_str().map_err(|_| "not ASCII".to_string());
+                match picked.and_then(|v| profiles::parse_list(v, allowed)) {
+                    Ok(picked) => Some(picked),
+                    Err(message) => {
+                        log.status = 400;
+                        let message = format!("{PROFILES_HEADER}: {message}");
+                        let response = error::invalid_request("invalid_profiles", &message);
+                        return response.map(|body| body.with_log(log));
+                    }
+                }
+            }
+        };
         let resume = headers::resumption(&head.method, &path, head.uri.query());
         let query = match &resume {
             Some((_, rest)) => Some(rest.as_str()).filter(|q| !q.is_empty()),
@@ -154,7 +175,11 @@ impl Proxy {
             return Response::from_parts(head, ProxyBody::passthrough(body, log));
         }
         headers::prepare_rewritten_response(&mut head.headers);
-        let mut rewriter = Rewriter::new(config);
+        let now = tokio::time::Instant::now().into_std();
+        let mut rewriter = Rewriter::new(config).with_wall_clock(SystemTime::now(), now);
+        if let Some(profiles) = profiles {
+            rewriter = rewriter.with_profiles(profiles);
+        }
         if let Some((n, _)) = resume {
             rewriter = rewriter.resume_after(n);
         }

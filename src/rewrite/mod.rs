@@ -10,14 +10,14 @@
 pub mod number;
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use bytes::{Bytes, BytesMut};
 
 use crate::config::Config;
 use crate::dialect::responses::{self, SequenceNumber};
 use crate::lifecycle::{Kind, Phase, Signal, Tracker, Transition};
-use crate::profiles::Profile;
+use crate::profiles::{Context, Profile};
 use crate::sse::{self, Event, Item, NewEvent, Parser};
 use number::Numbering;
 
@@ -68,6 +68,8 @@ pub struct Rewriter {
     last_output: Option<Instant>,
     /// Stream resumption: drop output until an event numbered above this has gone out.
     resume_after: Option<u64>,
+    /// A wall-clock time and the `now` it corresponds to, for profiles that stamp events.
+    wall_clock: Option<(SystemTime, Instant)>,
     /// Whether the last item was a piece of an oversize event that has not ended yet.
     in_oversize: bool,
     observations: Vec<Observation>,
@@ -75,13 +77,15 @@ pub struct Rewriter {
 }
 
 impl Rewriter {
-    /// A rewriter for one stream, with the default profile (`openai`).
+    /// A rewriter for one stream, with the config's profiles (`[events] profiles`).
     pub fn new(config: Arc<Config>) -> Self {
+        let profiles = config.events.profiles.clone();
         Rewriter {
             parser: Parser::new(config.limits.max_event_bytes),
             tracker: Tracker::new(config.limits.max_open_calls),
             config,
-            profiles: vec![Profile::OpenAi],
+            profiles,
+            wall_clock: None,
             numbering: Numbering::default(),
             out: BytesMut::new(),
             transitions: Vec::new(),
@@ -92,6 +96,18 @@ impl Rewriter {
             observations: Vec::new(),
             stats: Stats::default(),
         }
+    }
+
+    /// Renders with these profiles instead of the config's (a request picked them).
+    pub fn with_profiles(mut self, profiles: Vec<Profile>) -> Self {
+        self.profiles = profiles;
+        self
+    }
+
+    /// Anchors the wall clock: `wall` was the time at `at`; later times follow from `now`.
+    pub fn with_wall_clock(mut self, wall: SystemTime, at: Instant) -> Self {
+        self.wall_clock = Some((wall, at));
+        self
     }
 
     /// Resumes a stream for a client that has seen every event numbered up to `n` (in the
@@ -178,6 +194,10 @@ impl Rewriter {
     pub fn on_idle(&mut self, now: Instant) -> Bytes {
         if self.heartbeat_due(now) {
             self.out.extend_from_slice(sse::HEARTBEAT);
+            // Profiles that report a running tool at every heartbeat (`stages`).
+            self.numbering.begin(None);
+            self.tracker.still_running(now, &mut self.transitions);
+            self.inject(now);
         }
         self.take_output(now)
     }
@@ -229,11 +249,11 @@ impl Rewriter {
         let before = signal.injects_before();
         self.track(signal, now);
         if before {
-            self.inject();
+            self.inject(now);
             self.forward(event, sequence_number);
         } else {
             self.forward(event, sequence_number);
-            self.inject();
+            self.inject(now);
         }
     }
 
@@ -273,11 +293,20 @@ impl Rewriter {
     }
 
     /// Renders, numbers and writes the events for the pending transitions.
-    fn inject(&mut self) {
+    fn inject(&mut self, now: Instant) {
+        let wall = self
+            .wall_clock
+            .map(|(wall, at)| wall + now.saturating_duration_since(at));
+        // Injections are rare (a few per tool call): an Arc clone here is nothing.
+        let config = self.config.clone();
+        let context = Context {
+            config: &config,
+            wall,
+        };
         let mut transitions = std::mem::take(&mut self.transitions);
         for transition in transitions.drain(..) {
             for profile in &self.profiles {
-                profile.render(&transition, &mut self.new_events);
+                profile.render(&transition, &context, &mut self.new_events);
             }
             if let Phase::Finished {
                 outcome, duration, ..
@@ -318,7 +347,7 @@ impl Rewriter {
         }
         self.numbering.begin(None);
         self.tracker.finish(now, &mut self.transitions);
-        self.inject();
+        self.inject(now);
     }
 }
 

@@ -16,6 +16,9 @@ pub const HEARTBEAT: &[u8] = b": keep-alive\n\n";
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewEvent {
     pub event_type: &'static str,
+    /// Whether the block starts with an `event:` line (OpenAI's events do; the other profiles'
+    /// seeds send `data:` only, so browser `onmessage` handlers see them).
+    pub event_line: bool,
     pub fields: Vec<(&'static str, Value)>,
 }
 
@@ -23,7 +26,24 @@ impl NewEvent {
     pub fn new(event_type: &'static str) -> Self {
         NewEvent {
             event_type,
+            event_line: true,
             fields: Vec::new(),
+        }
+    }
+
+    /// An event without an `event:` line.
+    pub fn data_only(event_type: &'static str) -> Self {
+        NewEvent {
+            event_line: false,
+            ..NewEvent::new(event_type)
+        }
+    }
+
+    /// Adds a field when there is a value for it.
+    pub fn maybe(self, key: &'static str, value: Option<impl Into<Value>>) -> Self {
+        match value {
+            Some(value) => self.with(key, value),
+            None => self,
         }
     }
 
@@ -39,9 +59,12 @@ pub fn encode(out: &mut BytesMut, event: &NewEvent, sequence_number: Option<u64>
         !event.event_type.contains(['\r', '\n', '"', '\\']),
         "event types are plain names"
     );
-    out.put_slice(b"event: ");
-    out.put_slice(event.event_type.as_bytes());
-    out.put_slice(b"\ndata: {\"type\":\"");
+    if event.event_line {
+        out.put_slice(b"event: ");
+        out.put_slice(event.event_type.as_bytes());
+        out.put_u8(b'\n');
+    }
+    out.put_slice(b"data: {\"type\":\"");
     out.put_slice(event.event_type.as_bytes());
     out.put_u8(b'"');
     if let Some(n) = sequence_number {

@@ -55,13 +55,18 @@ pub fn config_file(name: &str) -> Config {
     Config::load(&fixtures_dir().join(name)).expect("fixture config is valid")
 }
 
+/// The wall-clock time the tests' rewriters are anchored at (2025-12-20T12:34:56.123Z).
+pub fn fixed_wall_clock() -> std::time::SystemTime {
+    std::time::UNIX_EPOCH + std::time::Duration::from_millis(1_766_234_096_123)
+}
+
 /// Feeds `input` in the given chunks at one fixed instant; returns the whole output.
 pub fn rewrite_chunks<'a>(
     config: &Arc<Config>,
     chunks: impl IntoIterator<Item = &'a [u8]>,
     now: Instant,
 ) -> Vec<u8> {
-    let mut rewriter = Rewriter::new(config.clone());
+    let mut rewriter = Rewriter::new(config.clone()).with_wall_clock(fixed_wall_clock(), now);
     let mut out = Vec::new();
     for chunk in chunks {
         out.extend_from_slice(&rewriter.feed(chunk, now));
