@@ -22,7 +22,8 @@ const HEALTH_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3);
     name = "toolpulse",
     version,
     about = "Tool lifecycle events for OpenAI Responses API streams",
-    args_conflicts_with_subcommands = true
+    args_conflicts_with_subcommands = true,
+    args_override_self = true
 )]
 struct Cli {
     #[command(subcommand)]
@@ -38,13 +39,13 @@ struct ServeArgs {
     #[arg(long, env = "TOOLPULSE_CONFIG")]
     config: Option<PathBuf>,
     /// Address to listen on (overrides `[proxy] listen`).
-    #[arg(long)]
+    #[arg(long, env = "TOOLPULSE_LISTEN")]
     listen: Option<SocketAddr>,
     /// The gateway's base URL (overrides `[proxy] upstream`).
-    #[arg(long)]
+    #[arg(long, env = "TOOLPULSE_UPSTREAM")]
     upstream: Option<String>,
     /// Address of the admin endpoints /healthz, /readyz, /metrics (overrides `[admin] listen`).
-    #[arg(long)]
+    #[arg(long, env = "TOOLPULSE_ADMIN_LISTEN")]
     admin_listen: Option<SocketAddr>,
     /// Log line format on stderr; filter with RUST_LOG (default `info`).
     #[arg(long, value_enum, default_value = "text")]
@@ -117,19 +118,21 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
 
 fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let mut config = load_config(args.config.as_deref())?;
-    if let Some(listen) = args.listen {
-        config.proxy.listen = listen;
-    }
-    if let Some(admin_listen) = args.admin_listen {
-        config.admin.listen = admin_listen;
-    }
-    if let Some(upstream) = &args.upstream {
-        let uri = toolpulse::config::parse_upstream(upstream)
-            .map_err(|e| anyhow::anyhow!("--upstream {upstream}: {e}"))?;
-        config.proxy.upstream = Some(uri);
-    }
+    let upstream = match &args.upstream {
+        Some(text) => Some(
+            toolpulse::config::parse_upstream(text)
+                .map_err(|e| anyhow::anyhow!("--upstream {text}: {e}"))?,
+        ),
+        None => None,
+    };
+    let overrides = toolpulse::config::Overrides {
+        listen: args.listen,
+        admin_listen: args.admin_listen,
+        upstream,
+    };
+    overrides.apply(&mut config);
     init_logs(args.log_format);
-    runtime()?.block_on(toolpulse::serve::run(config, args.config))
+    runtime()?.block_on(toolpulse::serve::run(config, args.config, overrides))
 }
 
 fn init_logs(format: LogFormat) {

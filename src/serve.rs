@@ -15,14 +15,18 @@ use tokio::signal::unix::{SignalKind, signal};
 use tokio_util::sync::CancellationToken;
 
 use crate::admin::{self, Admin};
-use crate::config::Config;
+use crate::config::{Config, Overrides};
 use crate::metrics::Outcome;
 use crate::proxy::{Proxy, server};
 
 /// Exit status after a second stop signal.
 const FORCED_EXIT_CODE: i32 = 130;
 
-pub async fn run(config: Config, config_path: Option<PathBuf>) -> anyhow::Result<()> {
+pub async fn run(
+    config: Config,
+    config_path: Option<PathBuf>,
+    overrides: Overrides,
+) -> anyhow::Result<()> {
     let config = Arc::new(config);
     let proxy = Arc::new(Proxy::new(config.clone())?);
     let admin = Arc::new(Admin::new(proxy.metrics().clone()));
@@ -45,6 +49,7 @@ pub async fn run(config: Config, config_path: Option<PathBuf>) -> anyhow::Result
         admin.clone(),
         stop.clone(),
         config_path,
+        overrides,
     ));
     admin.set_ready(true);
     tracing::info!(
@@ -70,6 +75,7 @@ async fn handle_signals(
     admin: Arc<Admin>,
     stop: CancellationToken,
     config_path: Option<PathBuf>,
+    overrides: Overrides,
 ) -> anyhow::Result<()> {
     let mut term = signal(SignalKind::terminate())?;
     let mut int = signal(SignalKind::interrupt())?;
@@ -79,7 +85,7 @@ async fn handle_signals(
             _ = term.recv() => {}
             _ = int.recv() => {}
             _ = hup.recv() => {
-                reload(&proxy, config_path.as_ref());
+                reload(&proxy, config_path.as_ref(), &overrides);
                 continue;
             }
         }
@@ -93,13 +99,14 @@ async fn handle_signals(
     }
 }
 
-fn reload(proxy: &Proxy, path: Option<&PathBuf>) {
+fn reload(proxy: &Proxy, path: Option<&PathBuf>, overrides: &Overrides) {
     let Some(path) = path else {
         tracing::warn!("SIGHUP: no config file to reload (started without --config)");
         return;
     };
     match Config::load(path) {
-        Ok(config) => {
+        Ok(mut config) => {
+            overrides.apply(&mut config);
             proxy.reload(config);
             tracing::info!(path = %path.display(), "config reloaded; new streams use it");
         }

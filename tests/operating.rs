@@ -210,13 +210,21 @@ impl Running {
 
     /// Waits for a log line containing `needle`.
     fn log_line(&self, needle: &str) -> String {
+        self.lines_until(needle).pop().expect("the line itself")
+    }
+
+    /// The log lines up to and including the first one containing `needle`.
+    fn lines_until(&self, needle: &str) -> Vec<String> {
+        let mut lines = Vec::new();
         loop {
             let line = self
                 .lines
                 .recv_timeout(Duration::from_secs(10))
                 .unwrap_or_else(|_| panic!("no log line with {needle:?}"));
-            if line.contains(needle) {
-                return line;
+            let found = line.contains(needle);
+            lines.push(line);
+            if found {
+                return lines;
             }
         }
     }
@@ -307,7 +315,11 @@ async fn sighup_reload_applies_to_new_streams_only_and_bad_configs_are_refused()
     )
     .expect("write");
     tp.signal("HUP");
-    tp.log_line("config reloaded");
+    let lines = tp.lines_until("config reloaded");
+    assert!(
+        !lines.iter().any(|l| l.contains("need a restart")),
+        "the --listen/--upstream flags are not a change of the file: {lines:?}"
+    );
     let mut second = post(
         &client,
         format!("http://{}/v1/responses", tp.proxy),

@@ -151,6 +151,28 @@ impl Default for ProxyConfig {
     }
 }
 
+/// Command-line values that win over the file's, at start and at every reload.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Overrides {
+    pub listen: Option<SocketAddr>,
+    pub admin_listen: Option<SocketAddr>,
+    pub upstream: Option<Uri>,
+}
+
+impl Overrides {
+    pub fn apply(&self, config: &mut Config) {
+        if let Some(listen) = self.listen {
+            config.proxy.listen = listen;
+        }
+        if let Some(listen) = self.admin_listen {
+            config.admin.listen = listen;
+        }
+        if let Some(upstream) = &self.upstream {
+            config.proxy.upstream = Some(upstream.clone());
+        }
+    }
+}
+
 /// Parses and checks an upstream base URL: `http`/`https`, an authority, no query.
 pub fn parse_upstream(text: &str) -> Result<Uri, String> {
     let uri: Uri = text.parse().map_err(|e| format!("not a URL: {e}"))?;

@@ -1,0 +1,65 @@
+# syntax=docker/dockerfile:1
+# The toolpulse image: a release build on the official Rust image, run as a non-root user on
+# debian:bookworm-slim (the same Debian as the build image, so the same glibc).
+#
+#   docker build -t toolpulse .
+#   docker run --rm -p 8080:8080 -p 127.0.0.1:9464:9464 --stop-timeout 45 \
+#     toolpulse --upstream http://gateway:9000
+#
+# - The upstream: arguments after the image name are appended to the ENTRYPOINT, so pass
+#   `--upstream URL` there, or mount a config with `[proxy] upstream` (next point).
+# - The config: /etc/toolpulse/toolpulse.toml (TOOLPULSE_CONFIG), a copy of config/toolpulse.toml
+#   (which names no upstream). Mount your own over it
+#   (`-v ./toolpulse.toml:/etc/toolpulse/toolpulse.toml:ro`), or mount it elsewhere and pass
+#   `--config FILE` or `-e TOOLPULSE_CONFIG=FILE`. SIGHUP (`docker kill -s HUP`) reloads it.
+# - Ports: the proxy on 0.0.0.0:8080 and the admin listener (/healthz, /readyz, /metrics) on
+#   0.0.0.0:9464, set by the ENTRYPOINT's flags, which win over the config file's `listen` keys.
+# - Stopping: SIGTERM drains in-flight streams for up to `[proxy] drain_timeout_ms` (30 s by
+#   default), but `docker stop` waits only 10 s before SIGKILL: give it `--stop-timeout 45`
+#   (`stop_grace_period: 45s` in compose, `terminationGracePeriodSeconds` in Kubernetes).
+# - Other commands: `docker run --rm --entrypoint toolpulse toolpulse check /etc/toolpulse/toolpulse.toml`
+#
+# deploy/check-dockerfile.sh runs the build stage's steps and assembles this image's layout
+# without Docker; tests/deploy.rs checks this file against the repo and the binary.
+
+ARG RUST_VERSION=1
+
+FROM rust:${RUST_VERSION}-slim-bookworm AS build
+WORKDIR /build
+
+# Dependencies first, in their own layer: built against placeholder sources, they are rebuilt only
+# when Cargo.toml or Cargo.lock change. Cargo reads every target the manifest declares, so the
+# placeholders cover the [[bench]] too.
+COPY Cargo.toml Cargo.lock ./
+RUN mkdir -p src benches \
+ && echo 'fn main() {}' > src/main.rs \
+ && echo '' > src/lib.rs \
+ && echo 'fn main() {}' > benches/rewrite.rs \
+ && cargo build --release --locked
+
+# The real sources. COPY keeps their (older) modification times, so without the touch cargo would
+# take the placeholder build as up to date and ship it.
+COPY src/ src/
+RUN touch src/main.rs src/lib.rs \
+ && cargo build --release --locked
+
+FROM debian:bookworm-slim AS runtime
+# ca-certificates: https upstreams are verified against the platform's roots.
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends ca-certificates \
+ && rm -rf /var/lib/apt/lists/* \
+ && groupadd --system --gid 10001 toolpulse \
+ && useradd --system --uid 10001 --gid 10001 --no-create-home --home-dir /nonexistent \
+      --shell /usr/sbin/nologin toolpulse
+
+COPY --from=build /build/target/release/toolpulse /usr/local/bin/toolpulse
+COPY config/ /etc/toolpulse/
+ENV TOOLPULSE_CONFIG=/etc/toolpulse/toolpulse.toml
+
+# Numeric, so Kubernetes' runAsNonRoot can verify it without reading /etc/passwd.
+USER 10001:10001
+EXPOSE 8080 9464
+STOPSIGNAL SIGTERM
+HEALTHCHECK --interval=10s --timeout=5s --start-period=5s --retries=3 \
+  CMD ["toolpulse", "health", "--admin", "127.0.0.1:9464"]
+ENTRYPOINT ["toolpulse", "--listen", "0.0.0.0:8080", "--admin-listen", "0.0.0.0:9464"]

@@ -1,0 +1,870 @@
+//! The deployment files, checked against the repo and the binary without Docker or a cluster:
+//! every YAML document under deploy/ parses; the Kubernetes manifests and the compose file agree
+//! with each other, with the Dockerfile and with the config they ship; every Dockerfile COPY
+//! source exists and is in the build context; the image's ENTRYPOINT flags and HEALTHCHECK are
+//! run against the real binary on loopback ports, and it stops cleanly on SIGTERM.
+//! (deploy/check-dockerfile.sh runs the Dockerfile's build itself.)
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use yaml_rust2::{Yaml, YamlLoader};
+
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+/// How long the binary may take to log that it listens.
+const START_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long it may take to exit after SIGTERM with no stream in flight, or to answer a probe.
+const STOP_TIMEOUT: Duration = Duration::from_secs(5);
+
+fn repo(path: &str) -> PathBuf {
+    Path::new(ROOT).join(path.trim_start_matches('/'))
+}
+
+fn read_text(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()))
+}
+
+// ---------------------------------------------------------------------------------------------
+// The Dockerfile, read the way the builder reads it.
+
+struct Instruction {
+    stage: usize,
+    keyword: String,
+    args: String,
+}
+
+struct Dockerfile {
+    instructions: Vec<Instruction>,
+    /// Per stage: its base image (ARG defaults substituted) and its name.
+    stages: Vec<(String, String)>,
+}
+
+/// A COPY line: `--from` stage, sources, destination.
+struct Copy {
+    from: Option<String>,
+    sources: Vec<String>,
+    dest: String,
+}
+
+impl Dockerfile {
+    fn load() -> Dockerfile {
+        let text = read_text(&repo("Dockerfile"));
+        let mut instructions = Vec::new();
+        let mut stages = Vec::new();
+        let mut build_args = BTreeMap::new();
+        let mut joined = String::new();
+        for line in text.lines() {
+            if line.trim_start().starts_with('#') {
+                continue;
+            }
+            if let Some(head) = line.strip_suffix('\\') {
+                joined.push_str(head);
+                joined.push(' ');
+                continue;
+            }
+            joined.push_str(line);
+            let instruction = std::mem::take(&mut joined);
+            let Some((keyword, args)) = instruction.trim().split_once(' ') else {
+                continue;
+            };
+            let (keyword, args) = (keyword.to_ascii_uppercase(), args.trim().to_string());
+            match keyword.as_str() {
+                "ARG" if stages.is_empty() => {
+                    let (name, value) = args.split_once('=').unwrap_or((&args, ""));
+                    build_args.insert(format!("${{{name}}}"), value.to_string());
+                }
+                "FROM" => {
+                    let words: Vec<&str> = args.split_whitespace().collect();
+                    let mut image = words[0].to_string();
+                    for (name, value) in &build_args {
+                        image = image.replace(name.as_str(), value);
+                    }
+                    let name = words.get(2).map_or(String::new(), |n| n.to_string());
+                    stages.push((image, name));
+                }
+                _ => {}
+            }
+            let stage = stages.len().saturating_sub(1);
+            instructions.push(Instruction {
+                stage,
+                keyword,
+                args,
+            });
+        }
+        assert!(stages.len() >= 2, "a multi-stage Dockerfile");
+        Dockerfile {
+            instructions,
+            stages,
+        }
+    }
+
+    fn runtime(&self) -> usize {
+        self.stages.len() - 1
+    }
+
+    fn stage_named(&self, name: &str) -> usize {
+        let found = self.stages.iter().position(|(_, n)| n == name);
+        found.unwrap_or_else(|| panic!("no stage named {name}"))
+    }
+
+    fn all(&self, stage: usize, keyword: &'static str) -> impl Iterator<Item = &str> {
+        self.instructions
+            .iter()
+            .filter(move |i| i.stage == stage && i.keyword == keyword)
+            .map(|i| i.args.as_str())
+    }
+
+    /// The stage's last `keyword` instruction (the one in effect).
+    fn last(&self, stage: usize, keyword: &'static str) -> &str {
+        let last = self.all(stage, keyword).last();
+        last.unwrap_or_else(|| panic!("stage {stage} has no {keyword}"))
+    }
+
+    fn copies(&self, stage: usize) -> Vec<Copy> {
+        let copy = |args: &str| {
+            let mut words: Vec<String> = args.split_whitespace().map(String::from).collect();
+            let from = words
+                .iter()
+                .find_map(|w| w.strip_prefix("--from=").map(String::from));
+            words.retain(|w| !w.starts_with("--"));
+            let dest = words.pop().expect("COPY has a destination");
+            Copy {
+                from,
+                sources: words,
+                dest,
+            }
+        };
+        self.all(stage, "COPY").map(copy).collect()
+    }
+
+    /// `ENV NAME=value` of the runtime stage.
+    fn env(&self, name: &str) -> String {
+        let runtime = self.all(self.runtime(), "ENV");
+        let value = runtime
+            .filter_map(|a| a.strip_prefix(name)?.strip_prefix('='))
+            .last();
+        value.unwrap_or_else(|| panic!("no ENV {name}")).to_string()
+    }
+
+    fn entrypoint(&self) -> Vec<String> {
+        json_words(self.last(self.runtime(), "ENTRYPOINT"))
+    }
+
+    fn healthcheck(&self) -> Vec<String> {
+        let args = self.last(self.runtime(), "HEALTHCHECK");
+        let (_, command) = args.split_once("CMD ").expect("HEALTHCHECK CMD [...]");
+        json_words(command)
+    }
+
+    /// Where a file of the runtime image comes from: a repo path (`Ok`) or `Err((stage, path))`.
+    fn origin(&self, image_path: &str) -> Result<String, (String, String)> {
+        let copies = self.copies(self.runtime());
+        let copy = copies.iter().rev().find_map(|c| {
+            let rest = match c.dest.strip_suffix('/') {
+                Some(dir) => image_path.strip_prefix(dir)?.strip_prefix('/')?,
+                None if c.dest == image_path => "",
+                None => return None,
+            };
+            let source = c.sources.last().expect("COPY has a source");
+            let source = match rest {
+                "" => source.clone(),
+                rest => format!("{}/{rest}", source.trim_end_matches('/')),
+            };
+            Some((c.from.clone(), source))
+        });
+        match copy.unwrap_or_else(|| panic!("no COPY puts {image_path} in the image")) {
+            (None, source) => Ok(source),
+            (Some(stage), source) => Err((stage, source)),
+        }
+    }
+}
+
+fn json_words(text: &str) -> Vec<String> {
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("not an exec-form array: {text}: {e}"))
+}
+
+/// The value after `flag` in `args`.
+fn flag<'a>(args: &'a [String], flag: &str) -> &'a str {
+    let at = args.iter().position(|a| a == flag);
+    let value = at.and_then(|i| args.get(i + 1));
+    value.unwrap_or_else(|| panic!("{flag} VALUE in {args:?}"))
+}
+
+fn port_of(address: &str) -> u16 {
+    let address: SocketAddr = address.parse().expect("an address like 0.0.0.0:8080");
+    address.port()
+}
+
+/// Whether `.dockerignore` lets `path` (relative to the repo) into the build context: its last
+/// pattern that matches the path or one of its parent directories decides.
+fn in_build_context(path: &str) -> bool {
+    let text = read_text(&repo(".dockerignore"));
+    let mut included = true;
+    for pattern in text.lines().map(str::trim) {
+        if pattern.is_empty() || pattern.starts_with('#') {
+            continue;
+        }
+        let (include, pattern) = match pattern.strip_prefix('!') {
+            Some(p) => (true, p),
+            None => (false, pattern),
+        };
+        let pattern = pattern.trim_matches('/');
+        let glob = globset::GlobBuilder::new(pattern)
+            .literal_separator(true)
+            .build()
+            .expect("a .dockerignore pattern")
+            .compile_matcher();
+        let mut prefix = Path::new(path);
+        let matched = loop {
+            if glob.is_match(prefix) {
+                break true;
+            }
+            match prefix.parent() {
+                Some(parent) if parent != Path::new("") => prefix = parent,
+                _ => break false,
+            }
+        };
+        if matched {
+            included = include;
+        }
+    }
+    included
+}
+
+fn files_under(path: &Path, out: &mut Vec<PathBuf>) {
+    if path.is_dir() {
+        let entries = std::fs::read_dir(path).expect("read dir");
+        for entry in entries {
+            files_under(&entry.expect("dir entry").path(), out);
+        }
+    } else {
+        out.push(path.to_path_buf());
+    }
+}
+
+/// The Debian release an image tag names (`rust:1-slim-bookworm`, `debian:bookworm-slim`).
+fn debian_release(image: &str) -> &'static str {
+    let found = ["bullseye", "bookworm", "trixie"]
+        .into_iter()
+        .find(|release| image.contains(release));
+    found.unwrap_or_else(|| panic!("{image} names no Debian release"))
+}
+
+#[test]
+fn dockerfile_copies_and_builds_what_the_repo_has() {
+    let docker = Dockerfile::load();
+    let build = docker.stage_named("build");
+    let (build_image, _) = &docker.stages[build];
+    let (runtime_image, _) = &docker.stages[docker.runtime()];
+    assert!(build_image.starts_with("rust:"), "{build_image}");
+    assert!(runtime_image.starts_with("debian:"), "{runtime_image}");
+    assert_eq!(
+        debian_release(build_image),
+        debian_release(runtime_image),
+        "the binary links the build image's glibc"
+    );
+
+    for stage in 0..docker.stages.len() {
+        for copy in docker.copies(stage).iter().filter(|c| c.from.is_none()) {
+            for source in &copy.sources {
+                let path = repo(source);
+                assert!(path.exists(), "COPY {source}: not in the repo");
+                let mut files = Vec::new();
+                files_under(&path, &mut files);
+                for file in files {
+                    let relative = file.strip_prefix(ROOT).expect("under the repo");
+                    let relative = relative.to_str().expect("utf-8 path");
+                    assert!(
+                        in_build_context(relative),
+                        "{relative}: left out by .dockerignore"
+                    );
+                }
+            }
+        }
+    }
+
+    let runs: Vec<&str> = docker.all(build, "RUN").collect();
+    let builds: Vec<(usize, &str)> = runs
+        .iter()
+        .enumerate()
+        .flat_map(|(i, run)| run.split("&&").map(move |command| (i, command.trim())))
+        .filter(|(_, command)| command.contains("cargo build"))
+        .collect();
+    assert!(!builds.is_empty(), "the build stage runs cargo build");
+    for (_, command) in &builds {
+        assert_eq!(*command, "cargo build --release --locked");
+    }
+    // The placeholder build must give cargo every target file the manifest names.
+    let manifest: toml::Table = read_text(&repo("Cargo.toml")).parse().expect("Cargo.toml");
+    let benches = manifest.get("bench").and_then(|b| b.as_array());
+    let placeholder = runs[builds[0].0];
+    for bench in benches.into_iter().flatten() {
+        let name = bench["name"].as_str().expect("bench name");
+        let path = bench.get("path").and_then(|p| p.as_str());
+        let path = path.map_or(format!("benches/{name}.rs"), String::from);
+        assert!(placeholder.contains(&path), "no placeholder {path}");
+    }
+
+    let runtime = docker.runtime();
+    let packages = docker.all(runtime, "RUN").collect::<Vec<_>>().join(" ");
+    assert!(
+        packages.contains("ca-certificates"),
+        "https upstreams need the roots"
+    );
+    let user = docker.last(runtime, "USER");
+    let uid: u32 = user
+        .split(':')
+        .next()
+        .and_then(|u| u.parse().ok())
+        .expect("numeric USER");
+    assert_ne!(uid, 0, "not root");
+    assert_eq!(docker.last(runtime, "STOPSIGNAL"), "SIGTERM");
+
+    let entrypoint = docker.entrypoint();
+    let proxy_port = port_of(flag(&entrypoint, "--listen"));
+    let admin_port = port_of(flag(&entrypoint, "--admin-listen"));
+    let exposed: Vec<u16> = docker
+        .last(runtime, "EXPOSE")
+        .split_whitespace()
+        .map(|p| p.parse().expect("EXPOSE port"))
+        .collect();
+    assert_eq!(exposed, [proxy_port, admin_port]);
+    let health = docker.healthcheck();
+    assert_eq!(health[..2], ["toolpulse", "health"]);
+    assert_eq!(port_of(flag(&health, "--admin")), admin_port);
+}
+
+#[test]
+fn the_image_layout_matches_its_copy_lines() {
+    let docker = Dockerfile::load();
+    let program = &docker.entrypoint()[0];
+    assert_eq!(program, &docker.healthcheck()[0]);
+    // On the image's PATH (debian's), so both the ENTRYPOINT and HEALTHCHECK find it.
+    let binary = format!("/usr/local/bin/{program}");
+    let (stage, built) = docker
+        .origin(&binary)
+        .expect_err("built, not from the repo");
+    let build = docker.stage_named(&stage);
+    let manifest: toml::Table = read_text(&repo("Cargo.toml")).parse().expect("Cargo.toml");
+    let package = manifest["package"]["name"].as_str().expect("package name");
+    assert_eq!(program, package, "the binary is named after the package");
+    let workdir = docker.last(build, "WORKDIR").trim_end_matches('/');
+    assert_eq!(built, format!("{workdir}/target/release/{package}"));
+
+    let config = docker.env("TOOLPULSE_CONFIG");
+    assert_eq!(config, "/etc/toolpulse/toolpulse.toml");
+    let source = docker
+        .origin(&config)
+        .expect("the config comes from the repo");
+    let text = read_text(&repo(&source));
+    toolpulse::Config::from_toml_str(&text).expect("the image's config is valid");
+}
+
+// ---------------------------------------------------------------------------------------------
+// YAML.
+
+fn yaml_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    files_under(dir, &mut files);
+    files.retain(|f| matches!(f.extension().and_then(|e| e.to_str()), Some("yml" | "yaml")));
+    files.sort();
+    files
+}
+
+fn load_yaml(path: &Path) -> Vec<Yaml> {
+    let docs = YamlLoader::load_from_str(&read_text(path))
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    assert!(!docs.is_empty(), "{}: no document", path.display());
+    docs
+}
+
+fn text<'a>(value: &'a Yaml, what: &str) -> &'a str {
+    value
+        .as_str()
+        .unwrap_or_else(|| panic!("{what}: not a string: {value:?}"))
+}
+
+fn int(value: &Yaml, what: &str) -> i64 {
+    value
+        .as_i64()
+        .unwrap_or_else(|| panic!("{what}: not an integer: {value:?}"))
+}
+
+fn list<'a>(value: &'a Yaml, what: &str) -> &'a [Yaml] {
+    value
+        .as_vec()
+        .unwrap_or_else(|| panic!("{what}: not a list: {value:?}"))
+}
+
+/// Every label of `selector` is among `labels`.
+fn selects(selector: &Yaml, labels: &Yaml) -> bool {
+    let selector = selector.as_hash().expect("a label map");
+    !selector.is_empty() && selector.iter().all(|(k, v)| &labels[text(k, "label")] == v)
+}
+
+#[test]
+fn every_yaml_document_under_deploy_parses() {
+    let files = yaml_files(&repo("deploy"));
+    assert!(files.len() >= 7, "{files:?}");
+    for file in files {
+        for doc in load_yaml(&file) {
+            assert!(doc.as_hash().is_some(), "{}: not a mapping", file.display());
+        }
+    }
+}
+
+/// The Kubernetes objects under deploy/kubernetes, by kind.
+fn kubernetes() -> BTreeMap<String, Yaml> {
+    let mut objects = BTreeMap::new();
+    for file in yaml_files(&repo("deploy/kubernetes")) {
+        for doc in load_yaml(&file) {
+            assert!(doc["apiVersion"].as_str().is_some(), "{}", file.display());
+            let kind = text(&doc["kind"], "kind").to_string();
+            if kind != "Kustomization" {
+                assert_eq!(text(&doc["metadata"]["name"], "name"), "toolpulse");
+            }
+            let previous = objects.insert(kind.clone(), doc);
+            assert!(previous.is_none(), "two {kind}s");
+        }
+    }
+    objects
+}
+
+/// The ConfigMap's config file, its name and the parsed config.
+fn configmap_config(objects: &BTreeMap<String, Yaml>) -> (String, String, toolpulse::Config) {
+    let data = objects["ConfigMap"]["data"]
+        .as_hash()
+        .expect("ConfigMap data");
+    assert_eq!(data.len(), 1, "one config file");
+    let (name, text) = data.iter().next().expect("one entry");
+    let (name, text) = (self::text(name, "key"), self::text(text, "toolpulse.toml"));
+    let config = toolpulse::Config::from_toml_str(text).expect("the ConfigMap's config");
+    (name.to_string(), text.to_string(), config)
+}
+
+#[test]
+fn kubernetes_manifests_fit_together() {
+    let docker = Dockerfile::load();
+    let objects = kubernetes();
+    let kinds: Vec<&str> = objects.keys().map(String::as_str).collect();
+    for kind in [
+        "ConfigMap",
+        "Deployment",
+        "HorizontalPodAutoscaler",
+        "Service",
+    ] {
+        assert!(kinds.contains(&kind), "no {kind} in {kinds:?}");
+    }
+    let kustomization = &objects["Kustomization"];
+    let mut listed: Vec<PathBuf> = list(&kustomization["resources"], "resources")
+        .iter()
+        .map(|r| repo("deploy/kubernetes").join(text(r, "resource")))
+        .collect();
+    listed.sort();
+    let mut files = yaml_files(&repo("deploy/kubernetes"));
+    files.retain(|f| !f.ends_with("kustomization.yaml"));
+    assert_eq!(listed, files, "kustomization.yaml lists every manifest");
+
+    let (config_name, _, config) = configmap_config(&objects);
+    assert!(
+        config.proxy.upstream.is_some(),
+        "the ConfigMap names the gateway"
+    );
+
+    let deployment = &objects["Deployment"];
+    assert_eq!(int(&deployment["spec"]["replicas"], "replicas"), 2);
+    let template = &deployment["spec"]["template"];
+    let labels = &template["metadata"]["labels"];
+    assert!(selects(
+        &deployment["spec"]["selector"]["matchLabels"],
+        labels
+    ));
+    let pod = &template["spec"];
+    let containers = list(&pod["containers"], "containers");
+    assert_eq!(containers.len(), 1);
+    let container = &containers[0];
+
+    // Ports: named in the pod, bound by the image's entrypoint flags and the ConfigMap.
+    let ports = list(&container["ports"], "ports");
+    let port_named = |name: &str| {
+        let port = ports.iter().find(|p| p["name"].as_str() == Some(name));
+        int(
+            &port.unwrap_or_else(|| panic!("no port {name}"))["containerPort"],
+            name,
+        )
+    };
+    let resolve = |port: &Yaml| match port {
+        Yaml::String(name) => port_named(name),
+        port => int(port, "port"),
+    };
+    let entrypoint = docker.entrypoint();
+    let http = port_named("http");
+    let admin = port_named("admin");
+    assert_eq!(http, i64::from(port_of(flag(&entrypoint, "--listen"))));
+    assert_eq!(
+        admin,
+        i64::from(port_of(flag(&entrypoint, "--admin-listen")))
+    );
+    assert_eq!(http, i64::from(config.proxy.listen.port()));
+    assert_eq!(admin, i64::from(config.admin.listen.port()));
+
+    for (probe, path) in [("readinessProbe", "/readyz"), ("livenessProbe", "/healthz")] {
+        let get = &container[probe]["httpGet"];
+        assert_eq!(text(&get["path"], probe), path);
+        assert_eq!(resolve(&get["port"]), admin, "{probe} on the admin port");
+    }
+
+    // Termination: the preStop pause, then the drain, must end before the kubelet's SIGKILL.
+    let grace = int(&pod["terminationGracePeriodSeconds"], "grace");
+    let pause = match &container["lifecycle"]["preStop"]["exec"]["command"] {
+        Yaml::BadValue => 0,
+        command => {
+            let command = list(command, "preStop");
+            assert_eq!(text(&command[0], "preStop"), "sleep");
+            text(&command[1], "seconds").parse().expect("sleep seconds")
+        }
+    };
+    let drain = config.proxy.drain_timeout.as_secs_f64();
+    assert!(
+        grace as f64 > pause as f64 + drain,
+        "terminationGracePeriodSeconds {grace} <= preStop {pause} s + drain {drain} s"
+    );
+
+    // Security: the image's numeric user, nothing written to the image.
+    let uid: i64 = docker
+        .last(docker.runtime(), "USER")
+        .split(':')
+        .next()
+        .expect("uid")
+        .parse()
+        .expect("numeric uid");
+    let security = &pod["securityContext"];
+    assert_eq!(security["runAsNonRoot"].as_bool(), Some(true));
+    assert_eq!(int(&security["runAsUser"], "runAsUser"), uid);
+    let container_security = &container["securityContext"];
+    assert_eq!(
+        container_security["readOnlyRootFilesystem"].as_bool(),
+        Some(true)
+    );
+    assert_eq!(
+        container_security["allowPrivilegeEscalation"].as_bool(),
+        Some(false)
+    );
+    for bound in ["requests", "limits"] {
+        for resource in ["cpu", "memory"] {
+            let value = &container["resources"][bound][resource];
+            assert!(!value.is_badvalue(), "resources.{bound}.{resource}");
+        }
+    }
+
+    // The ConfigMap is mounted where the image's TOOLPULSE_CONFIG points.
+    let image_config = docker.env("TOOLPULSE_CONFIG");
+    let mounts = list(&container["volumeMounts"], "volumeMounts");
+    let volumes = list(&pod["volumes"], "volumes");
+    let mounted = mounts.iter().any(|mount| {
+        let dir = text(&mount["mountPath"], "mountPath");
+        let volume = volumes.iter().find(|v| v["name"] == mount["name"]);
+        let configmap = volume.map(|v| &v["configMap"]["name"]);
+        image_config == format!("{}/{config_name}", dir.trim_end_matches('/'))
+            && configmap == Some(&objects["ConfigMap"]["metadata"]["name"])
+    });
+    assert!(mounted, "the ConfigMap is not mounted at {image_config}");
+
+    let service = &objects["Service"];
+    assert!(selects(&service["spec"]["selector"], labels));
+    let service_ports = list(&service["spec"]["ports"], "Service ports");
+    let targets: Vec<i64> = service_ports
+        .iter()
+        .map(|p| resolve(&p["targetPort"]))
+        .collect();
+    assert!(
+        targets.contains(&http),
+        "the Service reaches the proxy port"
+    );
+
+    let hpa = &objects["HorizontalPodAutoscaler"];
+    assert_eq!(text(&hpa["apiVersion"], "apiVersion"), "autoscaling/v2");
+    let target = &hpa["spec"]["scaleTargetRef"];
+    assert_eq!(target["kind"], deployment["kind"]);
+    assert_eq!(target["name"], deployment["metadata"]["name"]);
+    let metrics = list(&hpa["spec"]["metrics"], "HPA metrics");
+    assert!(
+        metrics
+            .iter()
+            .any(|m| m["resource"]["name"].as_str() == Some("cpu"))
+    );
+    assert!(
+        int(&hpa["spec"]["minReplicas"], "minReplicas") <= 2,
+        "the HPA may keep the Deployment's replicas"
+    );
+    if let Some(pdb) = objects.get("PodDisruptionBudget") {
+        assert!(selects(&pdb["spec"]["selector"]["matchLabels"], labels));
+    }
+}
+
+#[test]
+fn compose_puts_toolpulse_in_front_of_the_gateway() {
+    let docker = Dockerfile::load();
+    let path = repo("deploy/docker-compose.yml");
+    let compose = &load_yaml(&path)[0];
+    let services = compose["services"].as_hash().expect("services");
+    let toolpulse = &compose["services"]["toolpulse"];
+
+    let context = path
+        .parent()
+        .expect("deploy/")
+        .join(text(&toolpulse["build"]["context"], "context"));
+    let dockerfile = context.join(text(&toolpulse["build"]["dockerfile"], "dockerfile"));
+    assert_eq!(
+        dockerfile.canonicalize().expect("the build's Dockerfile"),
+        repo("Dockerfile").canonicalize().expect("Dockerfile")
+    );
+
+    let command: Vec<String> = list(&toolpulse["command"], "command")
+        .iter()
+        .map(|w| text(w, "command").to_string())
+        .collect();
+    let upstream = toolpulse::config::parse_upstream(flag(&command, "--upstream"))
+        .expect("a valid --upstream");
+    let host = upstream.host().expect("upstream host");
+    assert!(
+        services.contains_key(&Yaml::String(host.into())),
+        "upstream host {host} is not a compose service"
+    );
+
+    let mut health = vec!["CMD".to_string()];
+    health.extend(docker.healthcheck());
+    let test: Vec<&str> = list(&toolpulse["healthcheck"]["test"], "test")
+        .iter()
+        .map(|w| text(w, "test"))
+        .collect();
+    assert_eq!(test, health, "the image's HEALTHCHECK");
+
+    // The image's config decides the drain; docker must wait longer before SIGKILL.
+    let config = docker
+        .origin(&docker.env("TOOLPULSE_CONFIG"))
+        .expect("from the repo");
+    let config = toolpulse::Config::from_toml_str(&read_text(&repo(&config))).expect("config");
+    let grace = text(&toolpulse["stop_grace_period"], "stop_grace_period");
+    let grace: u64 = grace
+        .strip_suffix('s')
+        .and_then(|s| s.parse().ok())
+        .expect("like 45s");
+    assert!(Duration::from_secs(grace) > config.proxy.drain_timeout);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The binary, started as the image and the pod start it.
+
+/// A running `toolpulse`, killed on drop if still alive.
+struct Running {
+    child: Child,
+    listen: SocketAddr,
+    admin: SocketAddr,
+    log: mpsc::Receiver<String>,
+}
+
+/// The `listen` and `admin` addresses of a `toolpulse listening` line, text or JSON.
+fn listening(line: &str) -> Option<(SocketAddr, SocketAddr)> {
+    if !line.contains("toolpulse listening") {
+        return None;
+    }
+    let field = |name: &str| -> Option<SocketAddr> {
+        if let Ok(json) = serde_json::from_str::<serde_json::Value>(line) {
+            return json[name].as_str()?.parse().ok();
+        }
+        let prefix = format!("{name}=");
+        line.split_whitespace()
+            .find_map(|w| w.strip_prefix(&prefix)?.parse().ok())
+    };
+    Some((field("listen")?, field("admin")?))
+}
+
+/// The image's ENTRYPOINT arguments with every wildcard address made a free loopback port.
+fn loopback_args(entrypoint: &[String]) -> Vec<String> {
+    let args: Vec<String> = entrypoint[1..]
+        .iter()
+        .map(|arg| match arg.parse::<SocketAddr>() {
+            Ok(address) if address.ip().is_unspecified() => "127.0.0.1:0".to_string(),
+            _ => arg.clone(),
+        })
+        .collect();
+    assert_eq!(
+        args.iter().filter(|a| *a == "127.0.0.1:0").count(),
+        2,
+        "{args:?}"
+    );
+    args
+}
+
+impl Running {
+    fn start(args: &[String], config: &Path) -> Running {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_toolpulse"))
+            .args(args)
+            .env("TOOLPULSE_CONFIG", config)
+            .env("RUST_LOG", "info")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn toolpulse");
+        let stderr = child.stderr.take().expect("stderr");
+        let (lines, log) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines() {
+                let Ok(line) = line else { break };
+                if lines.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let deadline = Instant::now() + START_TIMEOUT;
+        let mut seen = Vec::new();
+        let (listen, admin) = loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match log.recv_timeout(left) {
+                Ok(line) => match listening(&line) {
+                    Some(addresses) => break addresses,
+                    None => seen.push(line),
+                },
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    panic!("toolpulse exited before listening: {seen:#?}")
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    panic!("no `toolpulse listening` line in {START_TIMEOUT:?}: {seen:#?}")
+                }
+            }
+        };
+        Running {
+            child,
+            listen,
+            admin,
+            log,
+        }
+    }
+
+    /// SIGTERM, then the exit status and the log lines since the start.
+    fn terminate(mut self) -> (ExitStatus, Vec<String>) {
+        let pid = self.child.id().to_string();
+        let kill = Command::new("kill").args(["-TERM", &pid]).status();
+        assert!(kill.expect("run kill").success());
+        let status = wait(&mut self.child, STOP_TIMEOUT);
+        let status =
+            status.unwrap_or_else(|| panic!("still running {STOP_TIMEOUT:?} after SIGTERM"));
+        (status, self.log.try_iter().collect())
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The child's exit status, or `None` if it is still running after `timeout`.
+fn wait(child: &mut Child, timeout: Duration) -> Option<ExitStatus> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            return Some(status);
+        }
+        if Instant::now() >= deadline {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// The status code of `GET path` on the admin listener.
+fn get(address: SocketAddr, path: &str) -> u16 {
+    let mut stream = TcpStream::connect_timeout(&address, STOP_TIMEOUT).expect("connect");
+    stream
+        .set_read_timeout(Some(STOP_TIMEOUT))
+        .expect("timeout");
+    let request = format!("GET {path} HTTP/1.0\r\nHost: toolpulse\r\n\r\n");
+    stream.write_all(request.as_bytes()).expect("write");
+    let mut response = String::new();
+    let _ = stream.read_to_string(&mut response);
+    let status = response
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok());
+    status.unwrap_or_else(|| panic!("GET {path}: {response:?}"))
+}
+
+/// Runs the image's HEALTHCHECK command against `admin`, as Docker would inside the container.
+fn healthcheck(docker: &Dockerfile, admin: SocketAddr) -> ExitStatus {
+    let mut command = docker.healthcheck();
+    let at = command
+        .iter()
+        .position(|a| a == "--admin")
+        .expect("--admin");
+    command[at + 1] = admin.to_string();
+    assert_eq!(command[0], "toolpulse");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolpulse"))
+        .args(&command[1..])
+        .spawn()
+        .expect("spawn toolpulse health");
+    let status = wait(&mut child, STOP_TIMEOUT);
+    let _ = child.kill();
+    status.expect("toolpulse health finishes")
+}
+
+#[test]
+fn the_image_entrypoint_serves_and_stops_on_sigterm() {
+    let docker = Dockerfile::load();
+    let config = docker
+        .origin(&docker.env("TOOLPULSE_CONFIG"))
+        .expect("from the repo");
+    let mut args = loopback_args(&docker.entrypoint());
+    // As `docker run IMAGE --upstream URL`; port 9 (discard) is never connected to here.
+    args.extend(["--upstream".to_string(), "http://127.0.0.1:9".to_string()]);
+    let running = Running::start(&args, &repo(&config));
+    assert!(running.listen.ip().is_loopback() && running.listen.port() != 0);
+
+    assert!(
+        healthcheck(&docker, running.admin).success(),
+        "HEALTHCHECK fails"
+    );
+    assert_eq!(get(running.admin, "/readyz"), 200);
+
+    let (status, log) = running.terminate();
+    assert!(status.success(), "exit {status} after SIGTERM: {log:#?}");
+    assert!(log.iter().any(|l| l.contains("stopped")), "{log:#?}");
+}
+
+#[test]
+fn the_kubernetes_pod_answers_its_probes() {
+    let docker = Dockerfile::load();
+    let objects = kubernetes();
+    let (name, text, _) = configmap_config(&objects);
+    let container = &objects["Deployment"]["spec"]["template"]["spec"]["containers"][0];
+    // The ConfigMap as the kubelet mounts it.
+    let dir = std::env::temp_dir().join(format!("toolpulse-deploy-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let config = dir.join(name);
+    std::fs::write(&config, text).expect("write the config");
+
+    let mut args = loopback_args(&docker.entrypoint());
+    if let Some(extra) = container["args"].as_vec() {
+        args.extend(extra.iter().map(|a| self::text(a, "args").to_string()));
+    }
+    let running = Running::start(&args, &config);
+    for probe in ["readinessProbe", "livenessProbe"] {
+        let path = self::text(&container[probe]["httpGet"]["path"], probe);
+        assert_eq!(get(running.admin, path), 200, "{probe} {path}");
+    }
+    let scrape = &objects["Deployment"]["spec"]["template"]["metadata"]["annotations"];
+    if let Some(path) = scrape["prometheus.io/path"].as_str() {
+        assert_eq!(get(running.admin, path), 200, "metrics at {path}");
+    }
+    let (status, log) = running.terminate();
+    std::fs::remove_dir_all(&dir).ok();
+    assert!(status.success(), "exit {status} after SIGTERM: {log:#?}");
+}
