@@ -40,7 +40,7 @@ pub struct RequestLog {
     path: String,
     started: Instant,
     pub status: u16,
-    /// `rewritten`, `passthrough` or `proxy_error`.
+    /// `rewritten`, `passthrough`, `proxy_error` or `invalid_request`.
     pub response: &'static str,
     pub upstream_latency: Option<Duration>,
     pub bytes_out: u64,

@@ -115,6 +115,7 @@ impl Proxy {
                     Ok(picked) => Some(picked),
                     Err(message) => {
                         log.status = 400;
+                        log.response = "invalid_request";
                         let message = format!("{PROFILES_HEADER}: {message}");
                         let response = error::invalid_request("invalid_profiles", &message);
                         return response.map(|body| body.with_log(log));
