@@ -61,7 +61,14 @@ enum LogFormat {
 #[derive(Subcommand)]
 enum Command {
     /// Run a scripted gateway, the proxy in front of it and one request, printing events live.
-    Demo,
+    Demo {
+        /// Serve a demo page instead, showing tool progress live in the browser (until Ctrl-C).
+        #[arg(long)]
+        web: bool,
+        /// The demo page's loopback address (default: 127.0.0.1 on a free port).
+        #[arg(long, requires = "web")]
+        listen: Option<SocketAddr>,
+    },
     /// Rewrite a recorded SSE stream (a file, or `-` for stdin) to stdout, as the proxy would.
     Rewrite {
         /// Config file (TOML); built-in defaults when absent.
@@ -91,7 +98,13 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         None => serve(cli.serve),
-        Some(Command::Demo) => runtime().and_then(|rt| rt.block_on(toolpulse::demo::run())),
+        Some(Command::Demo { web: false, .. }) => {
+            runtime().and_then(|rt| rt.block_on(toolpulse::demo::run()))
+        }
+        Some(Command::Demo { web: true, listen }) => {
+            let listen = listen.unwrap_or(SocketAddr::from(([127, 0, 0, 1], 0)));
+            runtime().and_then(|rt| rt.block_on(toolpulse::demo::web::run(listen)))
+        }
         Some(Command::Rewrite {
             config,
             profiles,

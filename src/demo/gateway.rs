@@ -1,6 +1,7 @@
-//! The demo's scripted gateway: an antwort-shaped Responses stream with an agentic turn — a
-//! web search (1.5 s), an MCP call that fails (1 s), then the answer — served over real HTTP on
-//! a loopback port, with the pauses where the gateway would be running tools.
+//! The demo's scripted gateway: an antwort-shaped Responses stream with an agentic turn (tool
+//! calls, their results after the time the tools take, then the answer) served over real HTTP
+//! on a loopback port, with the pauses where the gateway would be running tools. Two turns:
+//! the terminal demo's short one and the web page's, with parallel, slow and failing tools.
 
 use std::convert::Infallible;
 use std::pin::Pin;
@@ -46,11 +47,12 @@ impl Script {
         self.steps.push(Step::Pause(Duration::from_millis(ms)));
     }
 
-    fn tool_call(&mut self, index: u64, name: &str, args: &[&str], runs_ms: u64, output: &str) {
+    /// A `function_call` item at `index` (`fc_{index}`, `call_{index}`), its arguments streamed
+    /// in `args` pieces, then done: from here the gateway runs the tool.
+    fn call(&mut self, index: u64, name: &str, args: &[&str]) {
         let id = format!("fc_{index}");
-        let call_id = format!("call_{index}");
         let item = json!({"id": id, "type": "function_call", "status": "in_progress",
-                          "name": name, "call_id": call_id, "arguments": ""});
+                          "name": name, "call_id": format!("call_{index}"), "arguments": ""});
         self.event(
             "response.output_item.added",
             json!({"output_index": index, "item": item}),
@@ -74,12 +76,23 @@ impl Script {
             "response.output_item.done",
             json!({"output_index": index, "item": done}),
         );
-        self.pause(runs_ms);
-        let out = json!({"id": format!("fco_{index}"), "type": "function_call_output",
-                         "call_id": call_id, "output": output, "status": "completed"});
+    }
+
+    /// The result of the call made at `call_index`, as the item at `index`.
+    fn output(&mut self, index: u64, call_index: u64, output: &str) {
+        let out = json!({"id": format!("fco_{call_index}"), "type": "function_call_output",
+                         "call_id": format!("call_{call_index}"), "output": output,
+                         "status": "completed"});
         for kind in ["response.output_item.added", "response.output_item.done"] {
-            self.event(kind, json!({"output_index": index + 1, "item": out}));
+            self.event(kind, json!({"output_index": index, "item": out}));
         }
+    }
+
+    /// One call that runs `runs_ms`, its output right after it.
+    fn tool_call(&mut self, index: u64, name: &str, args: &[&str], runs_ms: u64, output: &str) {
+        self.call(index, name, args);
+        self.pause(runs_ms);
+        self.output(index + 1, index, output);
     }
 
     fn message(&mut self, index: u64, words: &str) {
@@ -104,14 +117,37 @@ impl Script {
     }
 }
 
-/// The demo's agentic turn.
-fn script() -> Vec<Step> {
-    let response = json!({"id": "resp_demo", "object": "response", "status": "in_progress",
-                          "model": "demo-model", "output": []});
-    let mut s = Script::default();
-    s.event("response.created", json!({"response": response}));
-    s.event("response.in_progress", json!({"response": response}));
-    s.pause(300);
+/// Which agentic turn the gateway plays.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Turn {
+    /// `toolpulse demo`: a web search (1.5 s), an MCP call that fails (1 s), the answer.
+    Terminal,
+    /// `toolpulse demo --web`: a web search and a slow MCP call (4 s) in parallel, a file
+    /// search, an MCP call that fails, the answer.
+    Web,
+}
+
+impl Turn {
+    fn steps(self) -> Vec<Step> {
+        let response = json!({"id": "resp_demo", "object": "response", "status": "in_progress",
+                              "model": "demo-model", "output": []});
+        let mut s = Script::default();
+        s.event("response.created", json!({"response": response}));
+        s.event("response.in_progress", json!({"response": response}));
+        s.pause(300);
+        match self {
+            Turn::Terminal => terminal(&mut s),
+            Turn::Web => web(&mut s),
+        }
+        let mut done = response;
+        done["status"] = "completed".into();
+        s.event("response.completed", json!({"response": done}));
+        s.steps.push(Step::Send("data: [DONE]\n\n".into()));
+        s.steps
+    }
+}
+
+fn terminal(s: &mut Script) {
     s.tool_call(
         1,
         "web_search",
@@ -129,11 +165,66 @@ fn script() -> Vec<Step> {
     );
     s.pause(200);
     s.message(5, "I found three crates for an SSE proxy; filing the issue failed because the repository does not exist.");
-    let mut done = response;
-    done["status"] = "completed".into();
-    s.event("response.completed", json!({"response": done}));
-    s.steps.push(Step::Send("data: [DONE]\n\n".into()));
-    s.steps
+}
+
+/// How long the web turn's slow MCP call runs: long enough to watch (and to test) its row in
+/// progress while the gateway still holds the result.
+pub const SLOW_TOOL_MS: u64 = 4000;
+/// How long the web turn's web search runs, in parallel with the slow MCP call.
+const SEARCH_MS: u64 = 1500;
+
+fn web(s: &mut Script) {
+    // Two calls at once: the gateway runs them in parallel.
+    s.call(
+        1,
+        "web_search",
+        &["{\"query\":", "\"rust crates for ", "an SSE proxy\"}"],
+    );
+    s.call(
+        2,
+        "github_search_issues",
+        &["{\"repo\":", "\"acme/rocket\",", "\"q\":\"streaming\"}"],
+    );
+    s.pause(SEARCH_MS);
+    s.output(
+        3,
+        1,
+        "1. hyper: HTTP/1 and HTTP/2\n2. tokio: async runtime\n3. memchr: fast byte search",
+    );
+    s.pause(SLOW_TOOL_MS - SEARCH_MS);
+    s.output(
+        4,
+        2,
+        "3 open issues mention streaming: #12 buffering behind nginx, #31 idle timeouts, #48 reconnects",
+    );
+    s.pause(300);
+    s.tool_call(
+        5,
+        "file_search",
+        &["{\"query\":", "\"deployment notes\"}"],
+        1200,
+        "docs/deploy.md: turn off response buffering in the load balancer",
+    );
+    s.pause(300);
+    s.tool_call(
+        7,
+        "github_create_issue",
+        &[
+            "{\"repo\":",
+            "\"acme/rockets\",",
+            "\"title\":\"Show tool progress\"}",
+        ],
+        1000,
+        "invalid arguments: repository acme/rockets not found",
+    );
+    s.pause(300);
+    s.message(
+        9,
+        "Build it on hyper and tokio, with memchr to find event boundaries. acme/rocket already \
+         tracks streaming in #12, #31 and #48, and the deployment notes say to turn off response \
+         buffering in the load balancer. Filing the new issue failed: there is no repository \
+         acme/rockets.",
+    );
 }
 
 /// A response body fed from a channel.
@@ -151,10 +242,10 @@ impl Body for ChannelBody {
     }
 }
 
-async fn respond(_request: Request<Incoming>) -> Result<Response<ChannelBody>, Infallible> {
+fn respond(turn: Turn) -> Response<ChannelBody> {
     let (tx, rx) = mpsc::channel(16);
     tokio::spawn(async move {
-        for step in script() {
+        for step in turn.steps() {
             match step {
                 Step::Pause(d) => tokio::time::sleep(d).await,
                 Step::Send(text) => {
@@ -165,21 +256,25 @@ async fn respond(_request: Request<Incoming>) -> Result<Response<ChannelBody>, I
             }
         }
     });
-    let response = Response::builder()
+    Response::builder()
         .header("content-type", "text/event-stream")
         .body(ChannelBody(rx))
-        .expect("a valid static response");
-    Ok(response)
+        .expect("a valid static response")
 }
 
-/// Serves the script to every request on `listener`, forever.
-pub async fn serve(listener: TcpListener) {
+/// Plays `turn` to every request on `listener`, forever.
+pub async fn serve(listener: TcpListener, turn: Turn) {
     let builder = auto::Builder::new(TokioExecutor::new());
     while let Ok((stream, _)) = listener.accept().await {
         let builder = builder.clone();
         tokio::spawn(async move {
             let _ = builder
-                .serve_connection(TokioIo::new(stream), service_fn(respond))
+                .serve_connection(
+                    TokioIo::new(stream),
+                    service_fn(move |_request: Request<Incoming>| async move {
+                        Ok::<_, Infallible>(respond(turn))
+                    }),
+                )
                 .await;
         });
     }

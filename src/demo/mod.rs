@@ -1,10 +1,13 @@
 //! `toolpulse demo`: a scripted antwort-shaped gateway on a loopback port, the proxy in front of
 //! it, and one streaming request through the proxy whose events are printed as they arrive —
 //! the ones toolpulse injected marked, so the tool progress is visible seconds before results.
+//! `toolpulse demo --web` serves a page that shows the same in a browser ([`web`]).
 
 mod gateway;
+pub mod web;
 
 use std::io::{IsTerminal, Write};
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -31,17 +34,37 @@ output_patterns = ["^no executor found for tool ", "^search failed: ", "^invalid
 interval_ms = 1000
 "#;
 
-pub async fn run() -> anyhow::Result<()> {
-    let gateway = TcpListener::bind("127.0.0.1:0").await?;
-    let gateway_addr = gateway.local_addr()?;
-    tokio::spawn(gateway::serve(gateway));
+/// The scripted gateway and toolpulse in front of it, both on loopback ports, running until
+/// the runtime stops.
+struct Stack {
+    gateway: SocketAddr,
+    proxy: SocketAddr,
+}
 
-    let mut config = Config::from_toml_str(DEMO_CONFIG).context("demo config")?;
-    config.proxy.upstream = Some(format!("http://{gateway_addr}").parse()?);
-    let proxy = Arc::new(Proxy::new(Arc::new(config))?);
-    let listener = TcpListener::bind("127.0.0.1:0").await?;
-    let proxy_addr = listener.local_addr()?;
-    tokio::spawn(server::serve(listener, proxy, std::future::pending()));
+impl Stack {
+    async fn start(turn: gateway::Turn) -> anyhow::Result<Stack> {
+        let gateway = TcpListener::bind("127.0.0.1:0").await?;
+        let gateway_addr = gateway.local_addr()?;
+        tokio::spawn(gateway::serve(gateway, turn));
+
+        let mut config = Config::from_toml_str(DEMO_CONFIG).context("demo config")?;
+        config.proxy.upstream = Some(format!("http://{gateway_addr}").parse()?);
+        let proxy = Arc::new(Proxy::new(Arc::new(config))?);
+        let listener = TcpListener::bind("127.0.0.1:0").await?;
+        let proxy_addr = listener.local_addr()?;
+        tokio::spawn(server::serve(listener, proxy, std::future::pending()));
+        Ok(Stack {
+            gateway: gateway_addr,
+            proxy: proxy_addr,
+        })
+    }
+}
+
+pub async fn run() -> anyhow::Result<()> {
+    let Stack {
+        gateway: gateway_addr,
+        proxy: proxy_addr,
+    } = Stack::start(gateway::Turn::Terminal).await?;
 
     let style = Style::new();
     println!("toolpulse demo");

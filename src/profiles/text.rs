@@ -114,7 +114,11 @@ pub fn failure_message(
             let error = output.and_then(|o| o.error.as_deref()).unwrap_or("{}");
             let parsed: Value = serde_json::from_str(error).unwrap_or(Value::Null);
             match parsed.get("message").and_then(Value::as_str) {
-                Some(message) => sanitizer.text_as_string(&Value::from(message).to_string()),
+                // Through `value`, so the message is cut like any string but not re-quoted.
+                Some(message) => match sanitizer.value(Value::from(message)) {
+                    Value::String(message) => message,
+                    other => other.to_string(),
+                },
                 None => sanitizer.text_as_string(error),
             }
         }
@@ -141,12 +145,19 @@ pub fn timestamp(wall: Option<SystemTime>) -> Option<String> {
     wall.map(|t| humantime::format_rfc3339_millis(t).to_string())
 }
 
-/// Whether an output is worth sending (not empty, `null`, `[]`, `{}` or `""`).
+/// Whether an output is worth sending: not blank, and not JSON `null`, `[]`, `{}` or `""`
+/// however it is spaced.
 pub fn has_content(output: Option<&ToolOutput>) -> bool {
     let Some(text) = output.map(|o| o.text.trim()).filter(|t| !t.is_empty()) else {
         return false;
     };
-    !matches!(text, "null" | "[]" | "{}" | "\"\"")
+    match serde_json::from_str::<Value>(text) {
+        Ok(Value::Null) => false,
+        Ok(Value::Array(items)) => !items.is_empty(),
+        Ok(Value::Object(fields)) => !fields.is_empty(),
+        Ok(Value::String(s)) => !s.is_empty(),
+        _ => true,
+    }
 }
 
 #[cfg(test)]
@@ -185,8 +196,25 @@ mod tests {
             error: None,
         };
         assert!(!has_content(Some(&out(" [] "))));
+        assert!(!has_content(Some(&out("[ ]"))));
+        assert!(!has_content(Some(&out("{ \n }"))));
         assert!(has_content(Some(&out("[1]"))));
         assert!(!has_content(None));
+    }
+
+    #[test]
+    fn error_messages_are_not_requoted() {
+        let config = crate::config::Config::default();
+        let context = Context {
+            config: &config,
+            wall: None,
+        };
+        let output = ToolOutput {
+            text: String::new(),
+            error: Some(r#"{"message":"boom: it crashed"}"#.into()),
+        };
+        let message = failure_message(&context, &Failure::Error, Some(&output));
+        assert_eq!(message, "boom: it crashed");
     }
 
     #[test]
