@@ -12,6 +12,8 @@
 //! shapes the schemas tell apart (each stage, success and failure, each optional field, each
 //! failure kind) must all have been seen, so none is dead.
 
+mod common;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -198,26 +200,7 @@ fn synthetic() -> Vec<u8> {
 
 /// Input streams, relative to `tests/fixtures`.
 fn inputs() -> Vec<String> {
-    let mut names = Vec::new();
-    for dir in ["", "recordings/openai", "recordings/litellm"] {
-        let path = root().join("tests/fixtures").join(dir);
-        for entry in std::fs::read_dir(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-        {
-            let name = entry
-                .expect("dir entry")
-                .file_name()
-                .to_string_lossy()
-                .into_owned();
-            if name.ends_with(".sse") && !name.ends_with(".out.sse") {
-                names.push(if dir.is_empty() {
-                    name
-                } else {
-                    format!("{dir}/{name}")
-                });
-            }
-        }
-    }
-    names.sort();
+    let mut names = common::all_inputs();
     assert!(names.len() > 10, "fixtures found: {names:?}");
     names.push(SYNTHETIC.into());
     names

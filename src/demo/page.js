@@ -208,7 +208,9 @@ class Run {
     const what = el('span', 'type', (injected ? '▶ ' : '  ') + type);
     const more = el('span', 'detail', text);
     item.append(t, number, what, more);
+    const following = list.scrollTop + list.clientHeight >= list.scrollHeight - 4;
     list.append(item);
+    if (following) list.scrollTop = list.scrollHeight;
     this.lastLog = { type, n: 1, detail: more };
   }
 
