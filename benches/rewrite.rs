@@ -1,29 +1,61 @@
-//! Throughput of the rewriting core on recorded and hand-made streams, fed in 16 KiB chunks.
-//! `cargo bench --bench rewrite`
+//! Throughput of the rewriting core (`cargo bench --bench rewrite`), on generated antwort-shaped
+//! streams: (a) text only — nothing to inject, every byte forwarded — and (b) a web_search tool
+//! round every 50 events — injection plus renumbering of every later event — each fed in 16 KiB,
+//! 1 KiB and 64 B chunks; plus a real recorded OpenAI stream. Criterion reports bytes/s; the
+//! event count per stream is printed so events/s follows.
 
 use std::hint::black_box;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
-use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use toolpulse::{Config, Rewriter};
 
-const CHUNK_BYTES: usize = 16 * 1024;
+const EVENTS: usize = 5_000;
+const TOOL_EVERY: usize = 50;
 
-fn fixture(name: &str) -> Vec<u8> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures")
-        .join(name);
-    std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+fn event(seq: &mut u64, kind: &str, rest: &str) -> String {
+    let line = format!(
+        "event: {kind}\ndata: {{\"type\":\"{kind}\",\"sequence_number\":{seq},{rest}}}\n\n"
+    );
+    *seq += 1;
+    line
 }
 
-fn rewrite(config: &Arc<Config>, input: &[u8]) -> usize {
+/// `EVENTS` events of ~20-character text deltas, with a web_search round every `tool_every`.
+fn stream(tool_every: Option<usize>) -> Vec<u8> {
+    let mut seq = 0;
+    let mut out = String::new();
+    let mut call = 0;
+    while (seq as usize) < EVENTS {
+        if let Some(every) = tool_every
+            && seq as usize % every == every - 1
+        {
+            call += 1;
+            let item = format!(
+                r#""output_index":1,"item":{{"id":"fc_{call}","type":"function_call","name":"web_search","call_id":"c{call}","arguments":"{{}}"}}"#
+            );
+            out += &event(&mut seq, "response.output_item.added", &item);
+            out += &event(&mut seq, "response.output_item.done", &item);
+            let output = format!(
+                r#""output_index":2,"item":{{"id":"o_{call}","type":"function_call_output","call_id":"c{call}","output":"3 results","status":"completed"}}"#
+            );
+            out += &event(&mut seq, "response.output_item.added", &output);
+        } else {
+            let delta = r#""item_id":"msg_1","output_index":3,"content_index":0,"delta":"some words of text ""#;
+            out += &event(&mut seq, "response.output_text.delta", delta);
+        }
+    }
+    out.into_bytes()
+}
+
+fn rewrite(config: &Arc<Config>, input: &[u8], chunk: usize) -> usize {
     let now = Instant::now();
     let mut rewriter = Rewriter::new(config.clone());
     let mut out = 0;
-    for chunk in input.chunks(CHUNK_BYTES) {
-        out += rewriter.feed(chunk, now).len();
+    for piece in input.chunks(chunk) {
+        out += rewriter.feed(piece, now).len();
     }
     out + rewriter.finish(now).len()
 }
@@ -31,15 +63,26 @@ fn rewrite(config: &Arc<Config>, input: &[u8]) -> usize {
 fn bench(c: &mut Criterion) {
     let config = Arc::new(Config::default());
     let mut group = c.benchmark_group("rewrite");
-    for name in [
-        "recordings/openai/openai-mcp-tool.1.sse",
-        "recordings/litellm/mcp_lookup_user.sse",
-        "parallel_reversed.sse",
+    for (name, input) in [
+        ("text_only", stream(None)),
+        ("tools_every_50", stream(Some(TOOL_EVERY))),
     ] {
-        let input = fixture(name);
+        eprintln!("{name}: {} bytes, {EVENTS} events per stream", input.len());
         group.throughput(Throughput::Bytes(input.len() as u64));
-        group.bench_function(name, |b| b.iter(|| rewrite(&config, black_box(&input))));
+        for chunk in [16 * 1024, 1024, 64] {
+            let id = BenchmarkId::new(name, format!("{chunk}B_chunks"));
+            group.bench_with_input(id, &input, |b, input| {
+                b.iter(|| rewrite(&config, black_box(input), chunk))
+            });
+        }
     }
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/recordings/openai/openai-mcp-tool.1.sse");
+    let recorded = std::fs::read(&path).expect("recorded fixture");
+    group.throughput(Throughput::Bytes(recorded.len() as u64));
+    group.bench_function("recorded_openai_mcp_16KiB_chunks", |b| {
+        b.iter(|| rewrite(&config, black_box(&recorded), 16 * 1024))
+    });
     group.finish();
 }
 
