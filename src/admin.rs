@@ -16,6 +16,7 @@ use hyper_util::server::conn::auto;
 use tokio::net::TcpListener;
 
 use crate::metrics::Metrics;
+use crate::proxy::server::accept;
 
 /// What the admin endpoints report.
 pub struct Admin {
@@ -75,14 +76,8 @@ pub async fn serve(listener: TcpListener, admin: Arc<Admin>, shutdown: impl Futu
     let builder = auto::Builder::new(TokioExecutor::new());
     tokio::pin!(shutdown);
     loop {
-        let stream = tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => stream,
-                Err(error) => {
-                    tracing::warn!(%error, "admin accept failed");
-                    continue;
-                }
-            },
+        let (stream, _) = tokio::select! {
+            accepted = accept(&listener, "admin") => accepted,
             () = &mut shutdown => return,
         };
         let admin = admin.clone();

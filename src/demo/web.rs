@@ -28,6 +28,7 @@ use tokio::net::TcpListener;
 use tokio::signal::unix::{SignalKind, signal};
 
 use super::{Stack, gateway};
+use crate::proxy::server::accept;
 
 const PAGE_HTML: &str = include_str!("page.html");
 const PAGE_CSS: &str = include_str!("page.css");
@@ -102,15 +103,8 @@ async fn serve(listener: TcpListener, routes: Routes, shutdown: impl Future<Outp
         .header_read_timeout(CLIENT_READ_TIMEOUT);
     tokio::pin!(shutdown);
     loop {
-        let stream = tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => stream,
-                Err(error) => {
-                    tracing::warn!(%error, "demo page: accept failed");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    continue;
-                }
-            },
+        let (stream, _) = tokio::select! {
+            accepted = accept(&listener, "demo page") => accepted,
             () = &mut shutdown => return,
         };
         let _ = stream.set_nodelay(true);

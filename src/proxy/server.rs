@@ -76,14 +76,7 @@ pub async fn serve(
     tokio::pin!(shutdown);
     loop {
         let (stream, peer) = tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok(accepted) => accepted,
-                Err(error) => {
-                    tracing::warn!(%error, "accept failed");
-                    tokio::time::sleep(ACCEPT_ERROR_BACKOFF).await;
-                    continue;
-                }
-            },
+            accepted = accept(&listener, "proxy") => accepted,
             () = &mut shutdown => return Connections(graceful),
         };
         if let Err(error) = stream.set_nodelay(true) {
@@ -112,6 +105,20 @@ pub async fn serve(
             metrics.connections_active.dec();
             drop(permit);
         });
+    }
+}
+
+/// The next connection on `listener`. A failed accept (e.g. out of file descriptors) is logged
+/// and retried after a pause, never in a busy loop.
+pub async fn accept(listener: &TcpListener, what: &str) -> (TcpStream, std::net::SocketAddr) {
+    loop {
+        match listener.accept().await {
+            Ok(accepted) => return accepted,
+            Err(error) => {
+                tracing::warn!(%error, listener = what, "accept failed");
+                tokio::time::sleep(ACCEPT_ERROR_BACKOFF).await;
+            }
+        }
     }
 }
 
