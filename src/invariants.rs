@@ -306,14 +306,18 @@ impl Calls {
             ));
         }
         let key = (family, id);
-        if self.closed.contains(&key) {
+        if step != Step::Open && self.closed.contains(&key) {
             return Err(format!("{kind} for call {:?} after it was closed", key.1));
         }
         match step {
             Step::Open if !self.open.insert(key.clone()) => {
                 Err(format!("a second opening event for call {:?}", key.1))
             }
-            Step::Open => Ok(()),
+            // An id seen again after its call was closed starts a new call.
+            Step::Open => {
+                self.closed.remove(&key);
+                Ok(())
+            }
             _ if !self.open.contains(&key) => Err(format!(
                 "{kind} for call {:?} without its opening event",
                 key.1
