@@ -11,6 +11,16 @@ use crate::sse::NewEvent;
 
 pub fn render(transition: &Transition, context: &Context<'_>, out: &mut Vec<NewEvent>) {
     let call = &transition.call;
+    // Only the start and the end are shown (the end only for a call that started): skip the
+    // sanitizing and formatting below for every argument delta and heartbeat.
+    let shown = match transition.phase {
+        Phase::Running => true,
+        Phase::Finished { .. } => call.running_since.is_some(),
+        _ => false,
+    };
+    if !shown {
+        return;
+    }
     let args = text::arguments(context, call);
     let head = |event_type| {
         NewEvent::data_only(event_type)
