@@ -133,8 +133,7 @@ async fn overload_answers_503_with_an_openai_style_error() {
     )
     .await;
     assert_eq!(second.status(), 503);
-    let body = second.into_body().collect().await.expect("body").to_bytes();
-    let json: serde_json::Value = serde_json::from_slice(&body).expect("json");
+    let json = json_body(second).await;
     assert_eq!(json["error"]["code"], "overloaded");
     assert!(
         proxy

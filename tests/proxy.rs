@@ -255,13 +255,7 @@ async fn unreachable_upstream_is_502_and_silent_upstream_is_504() {
     let client = http_client();
     let response = post(&client, format!("http://{proxy}/v1/responses"), REQUEST).await;
     assert_eq!(response.status(), 502);
-    let body = response
-        .into_body()
-        .collect()
-        .await
-        .expect("body")
-        .to_bytes();
-    let json: serde_json::Value = serde_json::from_slice(&body).expect("json error");
+    let json = json_body(response).await;
     assert_eq!(json["error"]["type"], "proxy_error");
     assert_eq!(json["error"]["code"], "upstream_unreachable");
 
@@ -275,13 +269,7 @@ async fn unreachable_upstream_is_502_and_silent_upstream_is_504() {
     let proxy = start_proxy(config, &gw.url()).await;
     let response = post(&client, format!("http://{proxy}/v1/responses"), REQUEST).await;
     assert_eq!(response.status(), 504);
-    let body = response
-        .into_body()
-        .collect()
-        .await
-        .expect("body")
-        .to_bytes();
-    let json: serde_json::Value = serde_json::from_slice(&body).expect("json error");
+    let json = json_body(response).await;
     assert_eq!(json["error"]["code"], "upstream_timeout");
 }
 
@@ -468,13 +456,7 @@ async fn a_request_picks_its_profiles_by_header() {
     for bad in ["tool_call", "robot", ""] {
         let response = client.request(request(bad)).await.expect("response");
         assert_eq!(response.status(), 400, "{bad:?}");
-        let body = response
-            .into_body()
-            .collect()
-            .await
-            .expect("body")
-            .to_bytes();
-        let json: serde_json::Value = serde_json::from_slice(&body).expect("json");
+        let json = json_body(response).await;
         assert_eq!(json["error"]["code"], "invalid_profiles");
     }
     assert!(

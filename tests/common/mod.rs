@@ -141,6 +141,17 @@ pub async fn post(
     client.request(request).await.expect("response")
 }
 
+/// The JSON body of an error answer (the proxy's own, OpenAI-style).
+pub async fn json_body(response: http::Response<Incoming>) -> serde_json::Value {
+    let body = response
+        .into_body()
+        .collect()
+        .await
+        .expect("body")
+        .to_bytes();
+    serde_json::from_slice(&body).expect("a JSON body")
+}
+
 /// Reads a whole body, frame by frame, with a time limit so a hang fails the test.
 pub async fn read_all(body: &mut Incoming) -> Vec<u8> {
     let mut out = Vec::new();
