@@ -160,6 +160,10 @@ struct Running {
 
 impl Running {
     fn start(config: &std::path::Path, upstream: &str) -> Running {
+        Running::start_logging(config, upstream, "info")
+    }
+
+    fn start_logging(config: &std::path::Path, upstream: &str, level: &str) -> Running {
         let mut child = Command::new(env!("CARGO_BIN_EXE_toolpulse"))
             .args([
                 "--config",
@@ -168,7 +172,7 @@ impl Running {
                 upstream,
             ])
             .args(["--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0"])
-            .env("RUST_LOG", "info")
+            .env("RUST_LOG", level)
             .stderr(Stdio::piped())
             .spawn()
             .expect("spawn toolpulse");
@@ -391,4 +395,45 @@ async fn oversized_request_heads_are_refused() {
         .expect("an answer");
     assert_eq!(refused.status(), 431, "Request Header Fields Too Large");
     assert!(gw.requests.try_recv().is_err(), "never forwarded");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn secrets_never_reach_the_logs_even_at_trace_level() {
+    let input = read(&fixtures_dir().join("secret_args.sse"));
+    let gw = Gateway::start(move |_| Reply::sse(vec![input.clone()])).await;
+    let config = std::fs::read_to_string(fixtures_dir().join("secret_args.toml")).expect("toml");
+    let config = temp_config("secrets", &config);
+    let tp = Running::start_logging(&config, &gw.url(), "trace");
+    let secrets = [
+        "sk-query-secret",
+        "sk-header-secret",
+        "sk-apikey-secret",
+        "sk-cookie-secret",
+        "sk-body-secret",
+        "sk-live-123", // in the tool's arguments, from the upstream
+    ];
+    let request = http::Request::post(format!(
+        "http://{}/v1/responses?key=sk-query-secret",
+        tp.proxy
+    ))
+    .header("authorization", "Bearer sk-header-secret")
+    .header("x-api-key", "sk-apikey-secret")
+    .header("cookie", "session=sk-cookie-secret")
+    .body(http_body_util::Full::new(bytes::Bytes::from_static(
+        br#"{"model":"m","input":"sk-body-secret","stream":true}"#,
+    )))
+    .expect("request");
+    let response = http_client().request(request).await.expect("response");
+    let out = read_all(&mut response.into_body()).await;
+    assert!(String::from_utf8_lossy(&out).contains("response.mcp_call.completed"));
+    let mut lines = tp.lines_until("path=/v1/responses");
+    std::thread::sleep(Duration::from_millis(200));
+    lines.extend(tp.lines.try_iter());
+    let traced = lines.iter().filter(|l| l.contains(" TRACE ")).count();
+    assert!(traced > 0, "trace level was on: {lines:?}");
+    for line in &lines {
+        for secret in secrets {
+            assert!(!line.contains(secret), "{secret} logged: {line}");
+        }
+    }
 }

@@ -17,6 +17,14 @@ fn empty_file_gives_defaults() {
 }
 
 #[test]
+fn listeners_default_to_loopback() {
+    // Metrics and readiness must not be exposed unless asked for; the proxy neither.
+    let c = Config::default();
+    assert!(c.admin.listen.ip().is_loopback(), "{}", c.admin.listen);
+    assert!(c.proxy.listen.ip().is_loopback(), "{}", c.proxy.listen);
+}
+
+#[test]
 fn full_file() {
     let c = Config::from_toml_str(
         r#"

@@ -4,6 +4,7 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
@@ -43,10 +44,19 @@ pub enum Action {
     End,
     /// Drops the connection at once, mid-body.
     Close,
+    /// Resets the connection (RST, not FIN), mid-body.
+    Reset,
+    /// Writes `chunk` (raw) `times` times, adding each write's size to `written`; stops when
+    /// the peer goes away.
+    Flood {
+        chunk: Vec<u8>,
+        times: usize,
+        written: Arc<AtomicU64>,
+    },
 }
 
 pub struct Reply {
-    /// Status line and headers, without the blank line.
+    /// Status line and headers, without the blank line; empty for none at all.
     pub head: String,
     pub actions: Vec<Action>,
 }
@@ -109,10 +119,12 @@ impl Gateway {
 
 /// Plays a reply; returns whether the connection can serve another request.
 async fn play(stream: &mut TcpStream, reply: Reply, closed: &mpsc::UnboundedSender<()>) -> bool {
-    if stream
-        .write_all(format!("{}\r\n\r\n", reply.head).as_bytes())
-        .await
-        .is_err()
+    // An empty head sends nothing: for peers that break before their response.
+    if !reply.head.is_empty()
+        && stream
+            .write_all(format!("{}\r\n\r\n", reply.head).as_bytes())
+            .await
+            .is_err()
     {
         return false;
     }
@@ -143,6 +155,23 @@ async fn play(stream: &mut TcpStream, reply: Reply, closed: &mpsc::UnboundedSend
             }
             Action::End => return stream.write_all(b"0\r\n\r\n").await.is_ok(),
             Action::Close => return false,
+            Action::Reset => {
+                let _ = stream.set_zero_linger();
+                return false;
+            }
+            Action::Flood {
+                chunk,
+                times,
+                written,
+            } => {
+                for _ in 0..times {
+                    if stream.write_all(&chunk).await.is_err() {
+                        return false;
+                    }
+                    written.fetch_add(chunk.len() as u64, Ordering::Relaxed);
+                }
+                Ok(())
+            }
         };
         if written.is_err() {
             return false;
