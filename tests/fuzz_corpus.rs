@@ -1,0 +1,55 @@
+//! The fuzz targets on stable, as CI runs them: every input under `fuzz/corpus/<target>/` and
+//! `fuzz/regressions/<target>/` goes through the target's check (`fuzz/checks.rs`), which
+//! panics when a property fails. `fuzz/README.md` says how to fuzz for longer.
+
+#[path = "../fuzz/checks.rs"]
+mod checks;
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::{Path, PathBuf};
+
+/// Replays every file of the target's corpus and regressions through `check`; returns what it
+/// returned for each.
+fn replay<T>(target: &str, check: fn(&[u8]) -> T) -> Vec<T> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz");
+    let mut files = Vec::new();
+    for dir in ["corpus", "regressions"] {
+        let Ok(entries) = std::fs::read_dir(root.join(dir).join(target)) else {
+            continue;
+        };
+        files.extend(entries.map(|e| e.expect("corpus entry").path()));
+    }
+    files.retain(|p| p.is_file() && p.file_name().is_some_and(|n| n != ".gitkeep"));
+    files.sort();
+    let run = |path: &PathBuf| {
+        let data = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        catch_unwind(AssertUnwindSafe(|| check(&data))).unwrap_or_else(|_| {
+            panic!(
+                "{target}: {} fails its check (see the panic above)",
+                path.display()
+            )
+        })
+    };
+    files.iter().map(run).collect()
+}
+
+#[test]
+fn parser_corpus_and_regressions() {
+    assert!(
+        !replay("parser", checks::parser).is_empty(),
+        "no parser corpus"
+    );
+}
+
+#[test]
+fn rewriter_corpus_and_regressions() {
+    let reports = replay("rewriter", checks::rewriter);
+    // The corpus must reach the interesting paths, not only pass-through.
+    let injecting = reports.iter().filter(|r| r.injected_events > 0).count();
+    assert!(
+        injecting * 10 >= reports.len(),
+        "only {injecting} of {} corpus inputs inject anything",
+        reports.len()
+    );
+    eprintln!("{} inputs, {injecting} injecting", reports.len());
+}
