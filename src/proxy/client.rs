@@ -1,6 +1,6 @@
-//! The upstream client: pooled keep-alive connections over `http://` or `https://` (rustls with
-//! the platform's roots plus an optional private CA), HTTP/1.1 or HTTP/2 by ALPN, TCP_NODELAY, a
-//! connect timeout. Response-header timeouts are the caller's (`tokio::time::timeout`); streams
+//! The upstream client: pooled keep-alive connections (at most [`POOL_MAX_IDLE`] idle, for
+//! [`POOL_IDLE_TIMEOUT`]) over `http://` or `https://` (rustls with the platform's roots plus an
+//! optional private CA), HTTP/1.1 or HTTP/2 by ALPN, TCP_NODELAY, a connect timeout. Response-header timeouts are the caller's (`tokio::time::timeout`); streams
 //! have no total time limit.
 
 use std::path::Path;
@@ -22,6 +22,10 @@ pub type Upstream = Client<HttpsConnector<HttpConnector>, Incoming>;
 
 /// Idle pooled connections are closed after this long (gateways often close at 60–120 s).
 const POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
+/// At most this many idle connections are kept (per upstream host; toolpulse has one): after
+/// a burst of streams the rest close at once instead of holding fds until the idle timeout,
+/// like nginx's `keepalive` directive.
+const POOL_MAX_IDLE: usize = 128;
 
 pub fn build(config: &ProxyConfig) -> anyhow::Result<Upstream> {
     let mut http = HttpConnector::new();
@@ -37,6 +41,7 @@ pub fn build(config: &ProxyConfig) -> anyhow::Result<Upstream> {
         .wrap_connector(http);
     Ok(Client::builder(TokioExecutor::new())
         .pool_idle_timeout(POOL_IDLE_TIMEOUT)
+        .pool_max_idle_per_host(POOL_MAX_IDLE)
         .build(https))
 }
 
