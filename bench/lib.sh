@@ -1,0 +1,87 @@
+# Shell helpers shared by bench/run.sh and bench/soak.sh (sourced). They use $TMP for logs.
+
+log() { printf '[bench %s] %s\n' "$(date +%T)" "$*" >&2; }
+die() {
+  log "error: $*"
+  exit 1
+}
+
+descendants() {
+  local kid
+  for kid in $(pgrep -P "$1" 2>/dev/null || true); do
+    echo "$kid"
+    descendants "$kid"
+  done
+}
+
+# Stops a process we started and its children: TERM (twice: toolpulse exits at the second),
+# up to 5 s, then KILL.
+stop() {
+  local pid=$1 pids i
+  [ -n "$pid" ] || return 0
+  kill -0 "$pid" 2>/dev/null || return 0
+  pids=("$pid" $(descendants "$pid"))
+  kill -TERM "${pids[@]}" 2>/dev/null || true
+  sleep 0.1
+  kill -TERM "$pid" 2>/dev/null || true
+  for i in $(seq 50); do
+    kill -0 "${pids[@]}" 2>/dev/null || break
+    sleep 0.1
+  done
+  kill -KILL "${pids[@]}" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+}
+
+USED_PORTS=" "
+# pick_port VAR: a free loopback port below the ephemeral range.
+pick_port() {
+  local p i
+  for i in $(seq 500); do
+    p=$((20000 + RANDOM % 12000))
+    case "$USED_PORTS" in *" $p "*) continue ;; esac
+    if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+      USED_PORTS+="$p "
+      printf -v "$1" %s "$p"
+      return 0
+    fi
+  done
+  die "no free port"
+}
+
+# wait_port PORT PID NAME: until something listens on PORT (10 s at most).
+wait_port() {
+  local i
+  for i in $(seq 100); do
+    kill -0 "$2" 2>/dev/null || die "$3 exited at start; its log: $(tail -n 5 "$TMP/$3.log" 2>/dev/null)"
+    if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then return 0; fi
+    sleep 0.1
+  done
+  die "$3 does not listen on $1 after 10 s"
+}
+
+# ticks PID...: utime + stime of these processes, in clock ticks.
+ticks() {
+  local total=0 p s f
+  for p in "$@"; do
+    s=$(cat "/proc/$p/stat" 2>/dev/null) || continue
+    s=${s##*) }
+    read -r -a f <<<"$s"
+    total=$((total + f[11] + f[12]))
+  done
+  echo "$total"
+}
+
+# status_kib FIELD PID...: the sum of a /proc/PID/status field (VmRSS, VmHWM) in KiB.
+status_kib() {
+  local field=$1 total=0 p v
+  shift
+  for p in "$@"; do
+    v=$(awk -v f="$field:" '$1 == f { print $2 }' "/proc/$p/status" 2>/dev/null) || continue
+    total=$((total + ${v:-0}))
+  done
+  echo "$total"
+}
+
+# jnum KEY FILE, jstr KEY FILE: a number or string field of the client's one-line JSON.
+jnum() { grep -o "\"$1\":[-0-9.e+]*" "$2" | head -n 1 | cut -d: -f2; }
+jstr() { grep -o "\"$1\":\"[^\"]*\"" "$2" | head -n 1 | cut -d'"' -f4; }

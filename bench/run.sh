@@ -1,0 +1,416 @@
+#!/usr/bin/env bash
+# End-to-end load benchmark: one scripted Responses gateway (examples/bench_upstream.rs) reached
+# directly, through nginx (proxy_buffering off) and through toolpulse, all in the same run, by
+# the load client (examples/bench_client.rs). bench/README.md explains what is measured.
+#
+#   bash bench/run.sh              # the default run: about 3 minutes of measuring after the build
+#   QUICK=1 bash bench/run.sh      # a smoke run: under a minute
+#
+# Options (environment variables):
+#   QUICK=1         small phases (a smoke check of the whole pipeline)
+#   PHASES="..."    which phases, in order; default "flood paced tools rss"
+#   PIN=0|1         1 (default with >= 2 CPUs): the proxy under test runs on CPU $PROXY_CPU, the
+#                   upstream and the client on CPU $LOAD_CPU, the same for every target
+#   PROXY_CPU=1 LOAD_CPU=0
+#   TP_WORKERS=N    toolpulse's tokio worker threads (TOKIO_WORKER_THREADS); default: tokio's own
+#                   choice, the CPUs the process may run on (1 when pinned)
+#   TP_LOG=warn     RUST_LOG of toolpulse (nginx runs with access_log off; `info` adds a log line
+#                   per request)
+#   OUT=FILE        results file (default bench/results/<date>-<time>[-quick].md)
+#   NO_BUILD=1      use the binaries already in target/release
+#   KEEP_TMP=1      keep the temp dir (configs, logs, the client's JSON) and print its path
+#
+# Every process it starts is stopped on exit (trap); every wait is bounded; loopback only.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source bench/lib.sh
+
+QUICK=${QUICK:-0}
+PHASES=${PHASES:-flood paced tools rss}
+CPUS=$(nproc)
+if [ "$CPUS" -ge 2 ]; then PIN=${PIN:-1}; else PIN=0; fi
+PROXY_CPU=${PROXY_CPU:-1}
+LOAD_CPU=${LOAD_CPU:-0}
+TP_LOG=${TP_LOG:-warn}
+STAMP=$(date +%Y-%m-%d-%H%M)
+OUT=${OUT:-bench/results/$STAMP$([ "$QUICK" = 1 ] && echo -quick || true).md}
+CLIENT_TIMEOUT=600 # seconds, for one client run
+CLK_TCK=$(getconf CLK_TCK)
+
+# Phase sizes: concurrency, streams, text deltas per stream, pace (µs), tool round every N
+# deltas, tool run time (µs), ramp (ms).
+if [ "$QUICK" = 1 ]; then
+  FLOOD=(64 256 2000 0 0 0 0)
+  PACED=(200 200 100 20000 0 0 1000)
+  TOOLS=(200 200 100 20000 50 100000 1000)
+  RSS=(1000 1000 12 300000 10 1000000 2000)
+  VERIFY=(4 8 400 0 50 0 0)
+else
+  FLOOD=(64 1024 4000 0 0 0 0)
+  PACED=(200 600 250 20000 0 0 1000)
+  TOOLS=(200 600 250 20000 50 100000 1000)
+  RSS=(1000 1000 30 300000 10 1000000 2000)
+  VERIFY=(4 16 1000 0 50 0 0)
+fi
+
+if [ "$PIN" = 1 ]; then
+  PIN_PROXY=(taskset -c "$PROXY_CPU")
+  PIN_LOAD=(taskset -c "$LOAD_CPU")
+else
+  PIN_PROXY=()
+  PIN_LOAD=()
+fi
+
+# ---------------------------------------------------------------------------------------------
+# Build and tools
+if [ "${NO_BUILD:-0}" != 1 ]; then
+  log "building (release)"
+  cargo build --release --locked >&2
+  cargo build --release --locked --examples >&2
+fi
+TOOLPULSE=target/release/toolpulse
+UPSTREAM=target/release/examples/bench_upstream
+CLIENT=target/release/examples/bench_client
+for bin in "$TOOLPULSE" "$UPSTREAM" "$CLIENT"; do
+  [ -x "$bin" ] || die "$bin is missing (run without NO_BUILD=1)"
+done
+
+NGINX=$(command -v nginx || true)
+[ -n "$NGINX" ] || NGINX=$([ -x /usr/sbin/nginx ] && echo /usr/sbin/nginx || true)
+if [ -z "$NGINX" ]; then
+  log "installing nginx (apt-get)"
+  # RUNLEVEL=1: the package's postinst must not start a system nginx.
+  export DEBIAN_FRONTEND=noninteractive RUNLEVEL=1
+  timeout 600 apt-get install -y --no-install-recommends nginx-light >&2 ||
+    { timeout 600 apt-get update >&2 && timeout 600 apt-get install -y --no-install-recommends nginx >&2; } ||
+    die "cannot install nginx"
+  NGINX=$(command -v nginx || echo /usr/sbin/nginx)
+fi
+
+ulimit -n 16384 2>/dev/null || ulimit -n "$(ulimit -Hn)" || true
+[ "$(ulimit -n)" -ge 4500 ] || log "warning: ulimit -n is $(ulimit -n); the 1,000-stream phase needs ~4,500"
+
+# ---------------------------------------------------------------------------------------------
+# Processes, cleanup
+TMP=$(mktemp -d /tmp/toolpulse-bench.XXXXXX)
+UP_PID="" NGX_PID="" TP_PID=""
+
+cleanup() {
+  local status=$?
+  trap - EXIT INT TERM
+  stop "$TP_PID"
+  stop "$NGX_PID"
+  stop "$UP_PID"
+  if [ "${KEEP_TMP:-0}" = 1 ]; then log "kept $TMP"; else rm -rf "$TMP"; fi
+  exit "$status"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+pick_port UP_PORT
+pick_port NGX_PORT
+pick_port TP_PORT
+pick_port ADMIN_PORT
+
+start_upstream() {
+  "${PIN_LOAD[@]}" "$UPSTREAM" --listen "127.0.0.1:$UP_PORT" --exit-after-s 3600 \
+    >"$TMP/upstream.log" 2>&1 &
+  UP_PID=$!
+  wait_port "$UP_PORT" "$UP_PID" upstream
+}
+
+mkdir -p "$TMP/nginx"
+cat >"$TMP/nginx/nginx.conf" <<EOF
+# One worker, no buffering, keep-alive HTTP/1.1 to the upstream: nginx as a plain streaming
+# pass-through, the baseline toolpulse is compared with.
+daemon off;
+master_process on;
+worker_processes 1;
+user root;
+pid $TMP/nginx/nginx.pid;
+error_log $TMP/nginx/error.log warn;
+worker_rlimit_nofile 16384;
+events {
+    worker_connections 8192;
+}
+http {
+    access_log off;
+    client_body_temp_path $TMP/nginx/body;
+    proxy_temp_path $TMP/nginx/proxy;
+    fastcgi_temp_path $TMP/nginx/fastcgi;
+    uwsgi_temp_path $TMP/nginx/uwsgi;
+    scgi_temp_path $TMP/nginx/scgi;
+    keepalive_requests 1000000;
+    upstream gateway {
+        server 127.0.0.1:$UP_PORT;
+        keepalive 1024;
+        keepalive_requests 1000000;
+    }
+    server {
+        listen 127.0.0.1:$NGX_PORT backlog=4096;
+        location / {
+            proxy_pass http://gateway;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+            proxy_buffering off;
+            proxy_read_timeout 300s;
+        }
+    }
+}
+EOF
+
+start_nginx() {
+  "${PIN_PROXY[@]}" "$NGINX" -p "$TMP/nginx" -c "$TMP/nginx/nginx.conf" -e "$TMP/nginx/error.log" \
+    >"$TMP/nginx.log" 2>&1 &
+  NGX_PID=$!
+  wait_port "$NGX_PORT" "$NGX_PID" nginx
+}
+
+cat >"$TMP/toolpulse.toml" <<'EOF'
+# The benchmark's tools: web_search and file_search are built in; mcp__* needs a rule;
+# get_weather stays a plain function (nothing injected).
+[[tools]]
+match = ["mcp__*"]
+kind = "mcp"
+
+[failure]
+output_patterns = ["^search failed: "]
+EOF
+
+start_toolpulse() {
+  local env=(RUST_LOG="$TP_LOG")
+  [ -n "${TP_WORKERS:-}" ] && env+=(TOKIO_WORKER_THREADS="$TP_WORKERS")
+  "${PIN_PROXY[@]}" env "${env[@]}" "$TOOLPULSE" --config "$TMP/toolpulse.toml" \
+    --upstream "http://127.0.0.1:$UP_PORT" --listen "127.0.0.1:$TP_PORT" \
+    --admin-listen "127.0.0.1:$ADMIN_PORT" >"$TMP/toolpulse.log" 2>&1 &
+  TP_PID=$!
+  wait_port "$TP_PORT" "$TP_PID" toolpulse
+}
+
+# ---------------------------------------------------------------------------------------------
+# Measuring
+
+# Resets the peak RSS (VmHWM) of these processes (Linux >= 4.0, our own processes).
+reset_hwm() {
+  local p
+  for p in "$@"; do echo 5 >"/proc/$p/clear_refs" 2>/dev/null || HWM_NOTE=" (could not reset VmHWM: peak since start)"; done
+}
+HWM_NOTE=""
+
+target_url() {
+  case $1 in
+    direct) echo "http://127.0.0.1:$UP_PORT/v1/responses" ;;
+    nginx) echo "http://127.0.0.1:$NGX_PORT/v1/responses" ;;
+    toolpulse) echo "http://127.0.0.1:$TP_PORT/v1/responses" ;;
+  esac
+}
+
+target_pids() {
+  case $1 in
+    direct) ;;
+    nginx) echo "$NGX_PID" && descendants "$NGX_PID" ;;
+    toolpulse) echo "$TP_PID" ;;
+  esac
+}
+
+# client_args SIZES...: the client's flags for a phase's sizes.
+client_args() {
+  echo --concurrency "$1" --streams "$2" --events "$3" --pace-us "$4" --tool-every "$5" \
+    --tool-delay-us "$6" --ramp-ms "$7"
+}
+
+
+ROWS=$TMP/rows.tsv
+: >"$ROWS"
+FAILURES=0
+
+# run_client NAME ARGS...: the client on the load CPU, its JSON in $TMP/NAME.json.
+run_client() {
+  local name=$1 rc=0
+  shift
+  "${PIN_LOAD[@]}" timeout "$CLIENT_TIMEOUT" "$CLIENT" "$@" >"$TMP/$name.json" 2>"$TMP/$name.err" || rc=$?
+  if [ "$rc" != 0 ]; then
+    FAILURES=$((FAILURES + 1))
+    log "  $name: client exit $rc: $(jstr first_error "$TMP/$name.json") $(tail -n 3 "$TMP/$name.err")"
+  fi
+  return 0
+}
+
+# measure PHASE TARGET SIZES...: one client run, with the proxy's CPU time and peak RSS.
+measure() {
+  local phase=$1 target=$2 pids c0 c1 u0 u1 t0 t1 hwm threads json
+  shift 2
+  mapfile -t pids < <(target_pids "$target")
+  reset_hwm "${pids[@]}"
+  c0=$(ticks "${pids[@]}")
+  u0=$(ticks "$UP_PID")
+  t0=$(date +%s%N)
+  run_client "$phase-$target" --url "$(target_url "$target")" $(client_args "$@")
+  t1=$(date +%s%N)
+  c1=$(ticks "${pids[@]}")
+  u1=$(ticks "$UP_PID")
+  hwm=$(status_kib VmHWM "${pids[@]}")
+  threads=$([ "$target" = toolpulse ] && status_kib Threads "$TP_PID" || echo "-")
+  json=$TMP/$phase-$target.json
+  printf '%s\t' "$phase" "$target" "$(jnum streams_ok "$json")" "$(jnum streams_failed "$json")" \
+    "$(jnum upstream_events "$json")" "$(jnum injected_events "$json")" \
+    "$(jnum events_per_s "$json")" "$(jnum latency_p50_us "$json")" \
+    "$(jnum latency_p99_us "$json")" "$(jnum latency_p999_us "$json")" \
+    "$(jnum latency_max_us "$json")" "$(jnum client_cpu_s "$json")" \
+    "$((c1 - c0))" "$((u1 - u0))" "$((t1 - t0))" "$hwm" "$threads" >>"$ROWS"
+  echo >>"$ROWS"
+  log "  $phase $target: $(jnum events_per_s "$json") events/s, p50 $(jnum latency_p50_us "$json") µs, p99 $(jnum latency_p99_us "$json") µs, proxy CPU $((c1 - c0)) ticks"
+}
+
+# rss_phase TARGET: a fresh proxy, 1,000 slowly paced streams, RSS sampled while they are open.
+RSS_ROWS=$TMP/rss.tsv
+: >"$RSS_ROWS"
+rss_phase() {
+  local target=$1 pids base peak=0 rss hwm client i active="-"
+  case $target in
+    nginx) stop "$NGX_PID" && start_nginx ;;
+    toolpulse) stop "$TP_PID" && start_toolpulse ;;
+  esac
+  sleep 0.5
+  mapfile -t pids < <(target_pids "$target")
+  base=$(status_kib VmRSS "${pids[@]}")
+  reset_hwm "${pids[@]}"
+  "${PIN_LOAD[@]}" timeout "$CLIENT_TIMEOUT" "$CLIENT" --url "$(target_url "$target")" \
+    $(client_args "${RSS[@]}") >"$TMP/rss-$target.json" 2>"$TMP/rss-$target.err" &
+  client=$!
+  for i in $(seq $((CLIENT_TIMEOUT * 4))); do
+    kill -0 "$client" 2>/dev/null || break
+    rss=$(status_kib VmRSS "${pids[@]}")
+    [ "$rss" -gt "$peak" ] && peak=$rss
+    if [ "$target" = toolpulse ] && [ "$i" = $(((RSS[6] + 2000) / 250)) ] && command -v curl >/dev/null; then
+      active=$(curl -s --max-time 2 "http://127.0.0.1:$ADMIN_PORT/metrics" |
+        awk '$1 == "toolpulse_streams_active" { print $2 }')
+    fi
+    sleep 0.25
+  done
+  wait "$client" || {
+    FAILURES=$((FAILURES + 1))
+    log "  rss $target: client failed: $(jstr first_error "$TMP/rss-$target.json")"
+  }
+  hwm=$(status_kib VmHWM "${pids[@]}")
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$target" "$base" "$peak" "$hwm" \
+    "$(jnum streams_ok "$TMP/rss-$target.json")" "$(jnum streams_failed "$TMP/rss-$target.json")" \
+    "${active:--}" >>"$RSS_ROWS"
+  log "  rss $target: base $base KiB, peak $peak KiB, VmHWM $hwm KiB, streams_active mid-run: $active"
+}
+
+# ---------------------------------------------------------------------------------------------
+# The run
+LOADAVG=$(cut -d' ' -f1-3 /proc/loadavg)
+log "upstream :$UP_PORT, nginx :$NGX_PORT, toolpulse :$TP_PORT (admin :$ADMIN_PORT); pinning: $PIN"
+start_upstream
+start_nginx
+start_toolpulse
+
+log "verify: every target's bodies against the regenerated upstream stream (invariants::check)"
+for target in direct nginx toolpulse; do
+  run_client "verify-$target" --url "$(target_url "$target")" --verify $(client_args "${VERIFY[@]}")
+  log "  $target: $(jnum verified "$TMP/verify-$target.json") streams verified, $(jnum injected_events "$TMP/verify-$target.json") events injected"
+done
+
+for phase in $PHASES; do
+  case $phase in
+    flood) sizes=("${FLOOD[@]}") ;;
+    paced) sizes=("${PACED[@]}") ;;
+    tools) sizes=("${TOOLS[@]}") ;;
+    rss)
+      log "phase rss: ${RSS[0]} streams at once, one event every $((RSS[3] / 1000)) ms"
+      rss_phase nginx
+      rss_phase toolpulse
+      continue
+      ;;
+    *) die "unknown phase $phase" ;;
+  esac
+  log "phase $phase: $(client_args "${sizes[@]}")"
+  for target in direct nginx toolpulse; do
+    measure "$phase" "$target" "${sizes[@]}"
+  done
+done
+
+TP_THREADS=$(status_kib Threads "$TP_PID")
+TP_WORKERS_SHOWN=${TP_WORKERS:-$("${PIN_PROXY[@]}" nproc) (tokio default: CPUs available to the process)}
+
+# ---------------------------------------------------------------------------------------------
+# The report
+report() {
+  local dirty=""
+  [ -z "$(git status --porcelain 2>/dev/null)" ] || dirty=" (with uncommitted changes)"
+  cat <<EOF
+# toolpulse end-to-end benchmark, $(date '+%Y-%m-%d %H:%M %Z')
+
+- command: \`$([ "$QUICK" = 1 ] && echo "QUICK=1 ")bash bench/run.sh\`$([ "$PHASES" != "flood paced tools rss" ] && echo " (PHASES=\"$PHASES\")")
+- machine: $CPUS CPUs ($(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)), $(awk '/^MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo), Linux $(uname -r); load average at start: $LOADAVG
+- toolpulse $(git rev-parse --short HEAD 2>/dev/null || echo "?")$dirty, one process, RUST_LOG=$TP_LOG, tokio worker threads: $TP_WORKERS_SHOWN; $TP_THREADS threads in all at the end
+- nginx $("$NGINX" -v 2>&1 | sed 's|.*/||'), one worker, proxy_buffering off, keep-alive HTTP/1.1 upstream, access_log off
+- pinning: $([ "$PIN" = 1 ] && echo "proxy on CPU $PROXY_CPU, upstream + client on CPU $LOAD_CPU (every target alike)" || echo "none")
+- phases (concurrency × streams × text deltas; pace; tool round every N deltas, tool time):
+  flood ${FLOOD[0]} × ${FLOOD[1]} × ${FLOOD[2]}, unpaced; paced ${PACED[0]} × ${PACED[1]} × ${PACED[2]}, one event per write every $((PACED[3] / 1000)) ms;
+  tools ${TOOLS[0]} × ${TOOLS[1]} × ${TOOLS[2]}, every $((TOOLS[3] / 1000)) ms, a tool round every ${TOOLS[4]} deltas, tools run $((TOOLS[5] / 1000)) ms
+
+Latency: from the upstream's CLOCK_MONOTONIC stamp on the event to its arrival at the client
+(µs); "added" is the target's percentile minus direct's. CPU µs/event: the proxy's utime+stime
+(its whole process tree) over the phase divided by the upstream events. CPU %: of one core over
+the phase, for the proxy and for upstream + client together (the load generator). Peak RSS:
+VmHWM of the proxy's processes, reset at the start of the phase$HWM_NOTE.
+
+| phase | target | streams ok/failed | events/s | p50 µs | p99 µs | p99.9 µs | added p50 | added p99 | CPU µs/event | proxy CPU % | load-gen CPU % | peak RSS MiB |
+|---|---|---|---|---|---|---|---|---|---|---|---|---|
+EOF
+  awk -F'\t' -v tck="$CLK_TCK" '
+    function f(x, d) { return x == "" ? "-" : sprintf("%." d "f", x) }
+    function ratio(a, b) { return b > 0 ? sprintf("%.2f", a / b) : "-" }
+    {
+      phase = $1; target = $2; wall = $15 / 1e9
+      if (target == "direct") { d50[phase] = $8; d99[phase] = $9 }
+      a50 = target == "direct" ? "" : $8 - d50[phase]
+      a99 = target == "direct" ? "" : $9 - d99[phase]
+      cpu = target == "direct" ? "" : $13 / tck * 1e6 / ($5 > 0 ? $5 : 1)
+      pcpu = target == "direct" ? "" : $13 / tck / wall * 100
+      lcpu = ($12 + $14 / tck) / wall * 100
+      rss = target == "direct" ? "" : $16 / 1024
+      printf "| %s | %s | %s/%s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+        phase, target, $3, $4, f($7, 0), f($8, 0), f($9, 0), f($10, 0), f(a50, 0), f(a99, 0),
+        f(cpu, 2), f(pcpu, 0), f(lcpu, 0), f(rss, 1)
+      if (target == "nginx") { nc[phase] = cpu; n50[phase] = a50; n99[phase] = a99; nr[phase] = rss; ne[phase] = $7 }
+      if (target == "toolpulse") { tc[phase] = cpu; t50[phase] = a50; t99[phase] = a99; tr[phase] = rss; te[phase] = $7; order[++n] = phase; inj[phase] = $6 }
+    }
+    END {
+      print ""
+      print "toolpulse / nginx (added latency: toolpulse − nginx in µs, since nginx adds almost nothing):"
+      print ""
+      print "| phase | CPU µs/event | added p50 | added p99 | peak RSS | events/s | events injected |"
+      print "|---|---|---|---|---|---|---|"
+      for (i = 1; i <= n; i++) {
+        p = order[i]
+        printf "| %s | %s× | %+.0f µs | %+.0f µs | %s× | %s× | %s |\n", p,
+          ratio(tc[p], nc[p]), t50[p] - n50[p], t99[p] - n99[p], ratio(tr[p], nr[p]),
+          ratio(te[p], ne[p]), inj[p]
+      }
+    }' "$ROWS"
+  if [ -s "$RSS_ROWS" ]; then
+    cat <<EOF
+
+Memory with ${RSS[0]} streams open at once (a fresh process each; ${RSS[2]} text deltas per stream, one event every $((RSS[3] / 1000)) ms, a tool round every ${RSS[4]} deltas with tools running $((RSS[5] / 1000)) ms):
+
+| target | RSS idle MiB | peak RSS MiB (sampled) | VmHWM MiB | per stream KiB | streams ok/failed | streams_active mid-run |
+|---|---|---|---|---|---|---|
+EOF
+    awk -F'\t' -v n="${RSS[0]}" '{
+      printf "| %s | %.1f | %.1f | %.1f | %.1f | %s/%s | %s |\n", $1, $2 / 1024, $3 / 1024, $4 / 1024,
+        ($3 - $2) / n, $5, $6, $7 }' "$RSS_ROWS"
+  fi
+  echo
+  echo "Targets (issue 7): proxy CPU per event ≤ nginx's in paced, ≤ 1.2× in tools, ≤ 1.5× in flood;"
+  echo "added p50/p99 at ${PACED[0]} paced streams no worse than nginx; peak RSS ≤ 64 MiB with 1,000 streams."
+  [ "$FAILURES" = 0 ] || echo "**$FAILURES client run(s) had failed streams: see the log above.**"
+}
+
+mkdir -p "$(dirname "$OUT")"
+report | tee "$OUT"
+log "results written to $OUT"
+[ "$FAILURES" = 0 ] || exit 1
