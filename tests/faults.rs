@@ -28,6 +28,27 @@ const SSE_HEAD_CLOSE: &str = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream
 const FLOOD_BYTES: usize = 256 << 20;
 /// An event of this size goes through whole (it is over `max_event_bytes`, so forwarded raw).
 const HUGE_EVENT_BYTES: usize = 100 << 20;
+/// A line that never ends (no line break until the upstream closes), twice `max_event_bytes`.
+const ENDLESS_LINE_BYTES: usize = 32 << 20;
+
+/// The `/endless-line` upstream body: a tool round's opening, then `data: ` and
+/// [`ENDLESS_LINE_BYTES`] of bytes with NULs and invalid UTF-8 in them, and no line break.
+fn endless_line_input() -> Vec<Vec<u8>> {
+    let web_search = blocks(&fixture("web_search.sse"));
+    let output_at = web_search
+        .iter()
+        .position(|b| String::from_utf8_lossy(b).contains("function_call_output"))
+        .expect("an output");
+    let mut chunks = web_search[..output_at].to_vec();
+    let piece: Vec<u8> = b"data: \x00\xff\xfe{\"type\":"
+        .iter()
+        .copied()
+        .cycle()
+        .take(64 << 10)
+        .collect();
+    chunks.extend(std::iter::repeat_n(piece, ENDLESS_LINE_BYTES >> 16));
+    chunks
+}
 
 fn fixture(name: &str) -> Vec<u8> {
     read(&fixtures_dir().join(name))
@@ -129,6 +150,14 @@ fn reply(request: &Recorded, flood_written: &Arc<AtomicU64>) -> Reply {
             let huge = text_event(HUGE_EVENT_BYTES);
             actions.extend(huge.chunks(64 << 10).map(|c| Action::Chunk(c.to_vec())));
             actions.extend(web_search[output_at..].iter().cloned().map(Action::Chunk));
+            actions.push(Action::End);
+            head(SSE_HEAD_CLOSE, actions)
+        }
+        "/endless-line" => {
+            let mut actions: Vec<Action> = endless_line_input()
+                .into_iter()
+                .map(Action::Chunk)
+                .collect();
             actions.push(Action::End);
             head(SSE_HEAD_CLOSE, actions)
         }
@@ -354,6 +383,22 @@ async fn broken_peers_end_cleanly_are_counted_and_release_everything() {
             assert!(
                 tail.contains("response.web_search_call.completed"),
                 "{tail}"
+            );
+        })
+        .await;
+
+    // A line that never ends, full of NULs and invalid UTF-8, mid tool round: forwarded byte
+    // for byte (as an oversize event, never buffered whole), and the stream still ends cleanly.
+    bench
+        .fault("a never-ending line", series, async {
+            let (status, out) = post_status(bench.url("/endless-line")).await;
+            assert_eq!(status, 200);
+            let input = endless_line_input().concat();
+            let max = toolpulse::Config::default().limits.max_event_bytes;
+            invariants::check(&input, &out, max).expect("the invariants hold");
+            assert!(
+                out.ends_with(&input[input.len() - 4096..]),
+                "the line's end is forwarded"
             );
         })
         .await;
