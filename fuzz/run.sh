@@ -4,6 +4,7 @@
 #
 #   fuzz/run.sh [SECONDS]        fuzz each target for SECONDS
 #   fuzz/run.sh --seed           (re)seed fuzz/corpus/ from the fixtures, then exit
+#   TARGETS=rewriter fuzz/run.sh one target only (default: "parser rewriter")
 #
 # Needs nightly Rust and cargo-fuzz (`cargo install cargo-fuzz --locked`). Runs under
 # `nice -n 10`: the machines it runs on are shared.
@@ -43,7 +44,8 @@ fi
 
 seconds=${1:-600}
 toolchain=${TOOLCHAIN:-+nightly}
-for target in parser rewriter; do
+targets=${TARGETS:-parser rewriter}
+for target in $targets; do
   mkdir -p "corpus/$target" "regressions/$target"
   # --sanitizer none: the crate has no `unsafe`, and ASan costs most of the speed;
   # -max_len: the seeds are cut there (long recordings gain nothing but slowness);
@@ -52,7 +54,7 @@ for target in parser rewriter; do
     -max_total_time="$seconds" -max_len=16384 -rss_limit_mb=2048 -timeout=10 \
     -print_final_stats=1
 done
-for target in parser rewriter; do
+for target in $targets; do
   nice -n 10 cargo "$toolchain" fuzz cmin --sanitizer none "$target" "corpus/$target" -- -max_len=16384
 done
 du -sh corpus/*

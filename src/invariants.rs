@@ -337,6 +337,9 @@ struct Numbers {
     input_dense: bool,
     last_in: Option<u64>,
     last_out: Option<u64>,
+    /// Injected events went back in number: they were injected before an upstream event that
+    /// starts a new run (another response on the same connection), which must come next.
+    awaiting_new_run: bool,
 }
 
 impl Numbers {
@@ -355,6 +358,7 @@ impl Numbers {
             input_dense,
             last_in: None,
             last_out: None,
+            awaiting_new_run: false,
         }
     }
 
@@ -367,6 +371,16 @@ impl Numbers {
         };
         let new_run = self.last_in.is_some_and(|prev| n_in <= prev);
         self.last_in = Some(n_in);
+        if std::mem::take(&mut self.awaiting_new_run) {
+            if !new_run {
+                return Err(format!(
+                    "injected numbers went back to {:?}, but upstream {n_in} starts no new run",
+                    self.last_out
+                ));
+            }
+            // The events injected before it opened the run: it follows them.
+            return self.next(n_out);
+        }
         if new_run {
             self.last_out = Some(n_out);
             return Ok(());
@@ -380,6 +394,11 @@ impl Numbers {
 
     fn injected(&mut self, json: &Map<String, Value>) -> Result<(), String> {
         match number_of(json) {
+            Some(n) if self.last_out.is_some_and(|prev| n <= prev) && !self.awaiting_new_run => {
+                self.awaiting_new_run = true;
+                self.last_out = Some(n);
+                Ok(())
+            }
             Some(n) => self.next(n),
             None if self.input_dense => Err("injected event without a number".into()),
             None => Ok(()),
@@ -448,6 +467,23 @@ mod tests {
         let same_number_other_bytes = b"data: {\"type\":\"a\", \"sequence_number\":0}\n\n";
         let err = check(A, same_number_other_bytes, 1 << 20).expect_err("changed");
         assert!(err.contains("kept its number"), "{err}");
+    }
+
+    #[test]
+    fn events_injected_before_a_new_run_take_its_numbers() {
+        // Another response starts at 0 on the same connection; the call of the first one is
+        // closed just before it, with the first number of the new run (the fuzzer's find).
+        let end0 =
+            String::from_utf8_lossy(END).replace("\"sequence_number\":3", "\"sequence_number\":0");
+        let a1 = b"data: {\"type\":\"a\",\"sequence_number\":1}\n\n";
+        let input = cat(&[A, ADDED, A]);
+        let output = cat(&[A, ADDED, START, end0.as_bytes(), a1]);
+        check(&input, &output, 1 << 20).expect("a new run opened by injected events");
+        // Going back is only allowed when the next upstream event starts a new run.
+        let input = cat(&[A, ADDED, B]);
+        let output = cat(&[A, ADDED, START, end0.as_bytes(), B]);
+        let err = check(&input, &output, 1 << 20).expect_err("no new run");
+        assert!(err.contains("starts no new run"), "{err}");
     }
 
     #[test]
