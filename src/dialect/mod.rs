@@ -2,4 +2,5 @@
 //! Only the OpenAI Responses API ([`responses`]) exists today; others (Anthropic Messages,
 //! Chat Completions) would produce the same [`crate::lifecycle::Signal`]s.
 
+mod members;
 pub mod responses;

@@ -9,6 +9,7 @@ use std::ops::Range;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
+use super::members;
 use crate::lifecycle::OutputFacts;
 use crate::lifecycle::track::{CallItem, Signal};
 
@@ -50,40 +51,76 @@ pub fn may_signal(event_type: &[u8]) -> bool {
         || TERMINAL_TYPES.iter().any(|t| t.as_bytes() == event_type)
 }
 
-#[derive(Deserialize)]
+/// The top-level members `read` looks at, as raw JSON (never `null`); a repeated key keeps its
+/// last value.
+#[derive(Default)]
 struct Envelope<'a> {
-    #[serde(rename = "type", borrow, default)]
-    kind: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
+    kind: Option<&'a RawValue>,
     sequence_number: Option<&'a RawValue>,
-    #[serde(borrow, default)]
     output_index: Option<&'a RawValue>,
-    #[serde(borrow, default)]
     item: Option<&'a RawValue>,
-    #[serde(borrow, default)]
     item_id: Option<&'a RawValue>,
-    #[serde(borrow, default)]
     delta: Option<&'a RawValue>,
 }
 
-#[derive(Deserialize)]
+impl<'a> Envelope<'a> {
+    fn read(text: &'a str) -> Result<Self, Unreadable> {
+        let mut e = Envelope::default();
+        members::each(text, |key, value| match key {
+            "type" => e.kind = present(value),
+            "sequence_number" => e.sequence_number = present(value),
+            "output_index" => e.output_index = present(value),
+            "item" => e.item = present(value),
+            "item_id" => e.item_id = present(value),
+            "delta" => e.delta = present(value),
+            _ => {}
+        })
+        .map_err(|_| Unreadable)?;
+        Ok(e)
+    }
+}
+
+/// The members of an output item that matter; a repeated key keeps its last value.
+#[derive(Default)]
 struct ItemFields<'a> {
-    #[serde(rename = "type", borrow)]
-    kind: Cow<'a, str>,
-    #[serde(borrow, default)]
-    id: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    call_id: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    name: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    status: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
+    kind: Option<&'a RawValue>,
+    id: Option<&'a RawValue>,
+    call_id: Option<&'a RawValue>,
+    name: Option<&'a RawValue>,
+    status: Option<&'a RawValue>,
     error: Option<&'a RawValue>,
-    #[serde(borrow, default)]
     output: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    arguments: Option<Cow<'a, str>>,
+    arguments: Option<&'a RawValue>,
+}
+
+impl<'a> ItemFields<'a> {
+    fn read(text: &'a str) -> Result<Self, Unreadable> {
+        let mut f = ItemFields::default();
+        members::each(text, |key, value| match key {
+            "type" => f.kind = present(value),
+            "id" => f.id = present(value),
+            "call_id" => f.call_id = present(value),
+            "name" => f.name = present(value),
+            "status" => f.status = present(value),
+            "error" => f.error = present(value),
+            "output" => f.output = present(value),
+            "arguments" => f.arguments = present(value),
+            _ => {}
+        })
+        .map_err(|_| Unreadable)?;
+        Ok(f)
+    }
+}
+
+/// A member's value, `None` for `null` (as serde reads an `Option`; a later member may set it again).
+fn present(value: &RawValue) -> Option<&RawValue> {
+    (value.get() != "null").then_some(value)
+}
+
+/// A string member: absent or `null` is `None`; any other non-string makes the event
+/// unreadable.
+fn string(value: Option<&RawValue>) -> Result<Option<Cow<'_, str>>, Unreadable> {
+    value.map_or(Ok(None), |v| members::string(v).map_err(|_| Unreadable))
 }
 
 #[derive(Deserialize)]
@@ -99,7 +136,7 @@ pub fn read<'a>(data: &'a [u8]) -> Result<Reading<'a>, Unreadable> {
         return Ok(Reading::default());
     }
     let text = std::str::from_utf8(data).map_err(|_| Unreadable)?;
-    let envelope: Envelope<'_> = serde_json::from_str(text).map_err(|_| Unreadable)?;
+    let envelope = Envelope::read(text)?;
     let sequence_number = envelope.sequence_number.and_then(|raw| {
         let digits = raw.get();
         let start = digits.as_ptr() as usize - text.as_ptr() as usize;
@@ -108,7 +145,8 @@ pub fn read<'a>(data: &'a [u8]) -> Result<Reading<'a>, Unreadable> {
             span: start..start + digits.len(),
         })
     });
-    let signal = match envelope.kind.as_deref() {
+    let kind = string(envelope.kind)?;
+    let signal = match kind.as_deref() {
         Some(t) if TERMINAL_TYPES.contains(&t) => Some(Signal::Terminal),
         Some(t @ (ITEM_ADDED | ITEM_DONE)) => {
             let output_index = envelope.output_index.and_then(|r| plain_u64(r.get()));
@@ -118,9 +156,7 @@ pub fn read<'a>(data: &'a [u8]) -> Result<Reading<'a>, Unreadable> {
             }
         }
         Some(ARGUMENTS_DELTA) => {
-            let string = |raw: Option<&'a RawValue>| {
-                raw.and_then(|r| serde_json::from_str::<Cow<'a, str>>(r.get()).ok())
-            };
+            let string = |raw: Option<&'a RawValue>| string(raw).ok().flatten();
             match (string(envelope.item_id), string(envelope.delta)) {
                 (Some(item_id), Some(delta)) => Some(Signal::ArgumentsDelta { item_id, delta }),
                 _ => None,
@@ -139,18 +175,21 @@ fn item_signal(
     done: bool,
     output_index: Option<u64>,
 ) -> Result<Option<Signal<'_>>, Unreadable> {
-    let item: ItemFields<'_> = serde_json::from_str(item.get()).map_err(|_| Unreadable)?;
-    let Some(call_id) = item.call_id else {
+    let item = ItemFields::read(item.get())?;
+    let kind = string(item.kind)?.ok_or(Unreadable)?;
+    let (id, name, status) = (string(item.id)?, string(item.name)?, string(item.status)?);
+    let arguments = string(item.arguments)?;
+    let Some(call_id) = string(item.call_id)? else {
         return Ok(None);
     };
-    Ok(match &*item.kind {
+    Ok(match &*kind {
         "function_call" => {
             let call = CallItem {
                 call_id,
-                item_id: item.id,
+                item_id: id,
                 output_index,
-                name: item.name.unwrap_or_default(),
-                arguments: item.arguments,
+                name: name.unwrap_or_default(),
+                arguments,
             };
             Some(if done {
                 Signal::CallDone(call)
@@ -161,7 +200,7 @@ fn item_signal(
         "function_call_output" => Some(Signal::Output {
             call_id,
             facts: OutputFacts {
-                status: item.status,
+                status,
                 error: item.error.map(|e| Cow::Borrowed(e.get())),
                 texts: item.output.map(output_texts).unwrap_or_default(),
             },
@@ -255,6 +294,23 @@ mod tests {
     }
 
     #[test]
+    fn a_repeated_key_keeps_its_last_value_as_clients_read_it() {
+        let data =
+            br#"{"type":"a","sequence_number":1,"type":"response.completed","sequence_number":7}"#;
+        let r = read(data).expect("readable");
+        assert_eq!(r.signal, Some(Signal::Terminal));
+        let seq = r.sequence_number.expect("numbered");
+        assert_eq!((seq.value, &data[seq.span]), (7, &b"7"[..]));
+        let data = br#"{"type":"response.completed","type":null}"#;
+        assert_eq!(read(data).expect("readable").signal, None);
+        let item = br#"{"type":"response.output_item.done","item":{"type":"function_call","call_id":"a","name":"x","call_id":"b"}}"#;
+        let Some(Signal::CallDone(call)) = read(item).expect("readable").signal else {
+            panic!("expected CallDone")
+        };
+        assert_eq!(call.call_id, "b");
+    }
+
+    #[test]
     fn native_items_terminal_done_and_garbage() {
         let native = br#"{"type":"response.output_item.added","item":{"type":"mcp_call","id":"m","name":"x"}}"#;
         assert_eq!(read(native).expect("ok").signal, None);
@@ -268,7 +324,8 @@ mod tests {
             &b"not json"[..],
             b"[1]",
             b"\xff",
-            br#"{"type":"a","type":"b"}"#,
+            br#"{"type":5}"#,
+            br#"{"type":"response.output_item.done","item":{"type":"function_call","name":1}}"#,
         ] {
             assert_eq!(read(bad), Err(Unreadable), "{bad:?}");
         }
