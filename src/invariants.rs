@@ -69,7 +69,9 @@ pub fn check(input: &[u8], output: &[u8], max_event_bytes: usize) -> Result<Repo
                 // density can only be asked of what follows it.
                 numbers.restart();
             } else {
-                numbers.upstream(inp, out)?;
+                numbers
+                    .upstream(inp, out)
+                    .map_err(|e| format!("output event {k}: {e}"))?;
             }
         } else if &out.raw()[..] == crate::sse::HEARTBEAT {
             report.heartbeats += 1;
@@ -84,6 +86,12 @@ pub fn check(input: &[u8], output: &[u8], max_event_bytes: usize) -> Result<Repo
                 .map_err(|e| format!("output event {k}: {e}"))?;
             report.injected_events += 1;
         }
+    }
+    if numbers.awaiting_new_run {
+        return Err(format!(
+            "injected numbers went back to {:?} and no upstream event starts a new run",
+            numbers.last_out
+        ));
     }
     if next != inputs.len() {
         return Err(format!(
@@ -484,6 +492,10 @@ mod tests {
         let output = cat(&[A, ADDED, START, end0.as_bytes(), B]);
         let err = check(&input, &output, 1 << 20).expect_err("no new run");
         assert!(err.contains("starts no new run"), "{err}");
+        let input = cat(&[A, ADDED]);
+        let output = cat(&[A, ADDED, START, end0.as_bytes()]);
+        let err = check(&input, &output, 1 << 20).expect_err("nothing after");
+        assert!(err.contains("no upstream event starts a new run"), "{err}");
     }
 
     #[test]

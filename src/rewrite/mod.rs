@@ -231,8 +231,11 @@ impl Rewriter {
             // Comments, `id`/`retry`-only blocks, stray blank lines.
             return self.write_unnumbered(event.raw());
         };
-        let must_read =
-            self.numbering.is_shifting() || event.event_type().is_none_or(responses::may_signal);
+        // Numbers are followed while they shift, and while a call is open: its closing events
+        // (at EOF, at a heartbeat) take the next number, so they must know the last one.
+        let must_read = self.numbering.is_shifting()
+            || !self.tracker.open_calls().is_empty()
+            || event.event_type().is_none_or(responses::may_signal);
         if !must_read && self.resume_after.is_none() {
             return self.out.extend_from_slice(event.raw());
         }

@@ -156,3 +156,27 @@ fn resumption_sends_exactly_what_the_client_missed() {
         assert_eq!(text(&resumed), expected, "starting_after={n}");
     }
 }
+
+#[test]
+fn events_after_a_new_run_are_counted_while_a_call_is_open() {
+    // Another response starts on the same connection (numbers from 0 again, so no shift) while
+    // a call of the first is still open: the events after it pass unshifted, but the call's
+    // closing events must still take the next number, not repeat one (the rewriter fuzzer's
+    // find).
+    let t0 = Instant::now();
+    let mut r = rewriter(0);
+    let created = r#"{"type":"response.created","sequence_number":0}"#;
+    let delta = r#"{"type":"response.output_text.delta","sequence_number":1,"delta":"hi"}"#;
+    let input = [ev(ADDED), ev(DONE), ev(created), ev(delta)].concat();
+    let mut out = r.feed(&input, t0).to_vec();
+    out.extend_from_slice(&r.finish(t0));
+    crate::invariants::check(&input, &out, usize::MAX).expect("invariants");
+    let text = String::from_utf8(out).expect("utf-8");
+    let closing = text
+        .split("\n\n")
+        .find(|e| e.contains("web_search_call.completed"));
+    assert!(
+        closing.is_some_and(|e| e.contains(r#""sequence_number":2,"#)),
+        "{text}"
+    );
+}
