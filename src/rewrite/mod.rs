@@ -9,10 +9,11 @@
 
 pub mod number;
 
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 use std::time::{Duration, Instant, SystemTime};
 
 use bytes::{Bytes, BytesMut};
+use memchr::memmem;
 
 use crate::config::Config;
 use crate::dialect::responses::{self, SequenceNumber};
@@ -24,6 +25,10 @@ use number::Numbering;
 /// Observations kept for the glue between two `take_observations` calls; more are dropped, so a
 /// caller that never drains them (the CLI) holds a bounded amount.
 const MAX_OBSERVATIONS: usize = 1024;
+
+/// Marks the events [`Rewriter::unread_last`] keeps: a cheap scan instead of a parse.
+static SEQUENCE_NUMBER: LazyLock<memmem::Finder<'static>> =
+    LazyLock::new(|| memmem::Finder::new(b"\"sequence_number\""));
 
 /// Something worth a metric or a log line, reported by [`Rewriter::take_observations`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -72,6 +77,10 @@ pub struct Rewriter {
     wall_clock: Option<(SystemTime, Instant)>,
     /// Whether the last item was a piece of an oversize event that has not ended yet.
     in_oversize: bool,
+    /// The last event with a `sequence_number` forwarded unread since numbers were last
+    /// followed. Read only when an unnumbered event opens a call, whose events then take "the
+    /// number after the last one", so the common path stays unparsed.
+    unread_last: Option<Event>,
     observations: Vec<Observation>,
     stats: Stats,
 }
@@ -93,6 +102,7 @@ impl Rewriter {
             last_output: None,
             resume_after: None,
             in_oversize: false,
+            unread_last: None,
             observations: Vec::new(),
             stats: Stats::default(),
         }
@@ -195,7 +205,7 @@ impl Rewriter {
         if self.heartbeat_due(now) {
             self.out.extend_from_slice(sse::HEARTBEAT);
             // Profiles that report a running tool at every heartbeat (`stages`).
-            self.numbering.begin(None);
+            self.begin_unnumbered();
             self.tracker.still_running(now, &mut self.transitions);
             self.inject(now);
         }
@@ -213,7 +223,7 @@ impl Rewriter {
         match item {
             Item::Event(event) => {
                 self.stats.events_in += 1;
-                self.on_event(&event, now);
+                self.on_event(event, now);
             }
             Item::Oversize(bytes) | Item::Incomplete(bytes) => {
                 if !self.in_oversize {
@@ -226,38 +236,62 @@ impl Rewriter {
         }
     }
 
-    fn on_event(&mut self, event: &Event, now: Instant) {
+    fn on_event(&mut self, event: Event, now: Instant) {
         let Some(data) = event.data() else {
             // Comments, `id`/`retry`-only blocks, stray blank lines.
             return self.write_unnumbered(event.raw());
         };
         // Numbers are followed while they shift, and while a call is open: its closing events
-        // (at EOF, at a heartbeat) take the next number, so they must know the last one.
+        // (at a heartbeat, at EOF) take the number after the last one.
         let must_read = self.numbering.is_shifting()
             || !self.tracker.open_calls().is_empty()
             || event.event_type().is_none_or(responses::may_signal);
         if !must_read && self.resume_after.is_none() {
-            return self.out.extend_from_slice(event.raw());
+            self.out.extend_from_slice(event.raw());
+            if SEQUENCE_NUMBER.find(&data).is_some() {
+                drop(data);
+                self.unread_last = Some(event);
+            }
+            return;
         }
         let Ok(reading) = responses::read(&data) else {
             self.stats.unreadable += 1;
             return self.write_unnumbered(event.raw());
         };
         let sequence_number = reading.sequence_number;
-        self.numbering
-            .begin(sequence_number.as_ref().map(|s| s.value));
+        match &sequence_number {
+            Some(n) => {
+                self.unread_last = None;
+                self.numbering.begin(Some(n.value));
+            }
+            None => self.begin_unnumbered(),
+        }
         let Some(signal) = reading.signal else {
-            return self.forward(event, sequence_number);
+            return self.forward(&event, sequence_number);
         };
         let before = signal.injects_before();
         self.track(signal, now);
         if before {
             self.inject(now);
-            self.forward(event, sequence_number);
+            self.forward(&event, sequence_number);
         } else {
-            self.forward(event, sequence_number);
+            self.forward(&event, sequence_number);
             self.inject(now);
         }
+    }
+
+    /// Announces that injections follow no upstream number: they take the numbers after the
+    /// last one out, so an event forwarded unread since is read now for its number.
+    fn begin_unnumbered(&mut self) {
+        if let Some(event) = self.unread_last.take()
+            && let Some(data) = event.data()
+            && let Ok(reading) = responses::read(&data)
+            && let Some(n) = reading.sequence_number
+        {
+            self.numbering.begin(Some(n.value));
+            self.numbering.forward();
+        }
+        self.numbering.begin(None);
     }
 
     fn track(&mut self, signal: Signal<'_>, now: Instant) {
@@ -348,7 +382,7 @@ impl Rewriter {
             self.stats.unclosed_at_eof += self.tracker.open_calls().len() as u64;
             return;
         }
-        self.numbering.begin(None);
+        self.begin_unnumbered();
         self.tracker.finish(now, &mut self.transitions);
         self.inject(now);
     }
