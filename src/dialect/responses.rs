@@ -117,10 +117,13 @@ fn present(value: &RawValue) -> Option<&RawValue> {
     (value.get() != "null").then_some(value)
 }
 
-/// A string member: absent or `null` is `None`; any other non-string makes the event
-/// unreadable.
-fn string(value: Option<&RawValue>) -> Result<Option<Cow<'_, str>>, Unreadable> {
-    value.map_or(Ok(None), |v| members::string(v).map_err(|_| Unreadable))
+/// A member that should be a string and is something else: the event means nothing for tool
+/// calls, but it is still readable (and renumbered), as any client would read it.
+struct NotAString;
+
+/// A string member: absent or `null` is `None`.
+fn string(value: Option<&RawValue>) -> Result<Option<Cow<'_, str>>, NotAString> {
+    value.map_or(Ok(None), |v| members::string(v).map_err(|_| NotAString))
 }
 
 #[derive(Deserialize)]
@@ -145,13 +148,13 @@ pub fn read<'a>(data: &'a [u8]) -> Result<Reading<'a>, Unreadable> {
             span: start..start + digits.len(),
         })
     });
-    let kind = string(envelope.kind)?;
+    let kind = string(envelope.kind).ok().flatten();
     let signal = match kind.as_deref() {
         Some(t) if TERMINAL_TYPES.contains(&t) => Some(Signal::Terminal),
         Some(t @ (ITEM_ADDED | ITEM_DONE)) => {
             let output_index = envelope.output_index.and_then(|r| plain_u64(r.get()));
             match envelope.item {
-                Some(item) => item_signal(item, t == ITEM_DONE, output_index)?,
+                Some(item) => item_signal(item, t == ITEM_DONE, output_index),
                 None => None,
             }
         }
@@ -170,19 +173,24 @@ pub fn read<'a>(data: &'a [u8]) -> Result<Reading<'a>, Unreadable> {
     })
 }
 
-fn item_signal(
-    item: &RawValue,
-    done: bool,
-    output_index: Option<u64>,
-) -> Result<Option<Signal<'_>>, Unreadable> {
-    let item = ItemFields::read(item.get())?;
-    let kind = string(item.kind)?.ok_or(Unreadable)?;
-    let (id, name, status) = (string(item.id)?, string(item.name)?, string(item.status)?);
-    let arguments = string(item.arguments)?;
-    let Some(call_id) = string(item.call_id)? else {
-        return Ok(None);
+/// What an output item means for tool calls; nothing when it is not an object or a member that
+/// matters has the wrong type.
+fn item_signal(item: &RawValue, done: bool, output_index: Option<u64>) -> Option<Signal<'_>> {
+    let item = ItemFields::read(item.get()).ok()?;
+    let strings = || -> Result<_, NotAString> {
+        Ok((
+            string(item.kind)?,
+            string(item.call_id)?,
+            string(item.id)?,
+            string(item.name)?,
+            string(item.status)?,
+            string(item.arguments)?,
+        ))
     };
-    Ok(match &*kind {
+    let (Some(kind), Some(call_id), id, name, status, arguments) = strings().ok()? else {
+        return None;
+    };
+    match &*kind {
         "function_call" => {
             let call = CallItem {
                 call_id,
@@ -206,7 +214,7 @@ fn item_signal(
             },
         }),
         _ => None,
-    })
+    }
 }
 
 /// The text of an output: a string, or the `text` of each part of a list of parts.
@@ -320,14 +328,19 @@ mod tests {
             Some(Signal::Terminal)
         );
         assert_eq!(read(b"[DONE]"), Ok(Reading::default()));
-        for bad in [
-            &b"not json"[..],
-            b"[1]",
-            b"\xff",
-            br#"{"type":5}"#,
-            br#"{"type":"response.output_item.done","item":{"type":"function_call","name":1}}"#,
-        ] {
+        for bad in [&b"not json"[..], b"[1]", b"\xff"] {
             assert_eq!(read(bad), Err(Unreadable), "{bad:?}");
+        }
+        // Readable (so renumbered), but meaning nothing for tool calls.
+        for odd in [
+            &br#"{"type":5,"sequence_number":3}"#[..],
+            br#"{"type":"response.output_item.done","sequence_number":3,"item":{"type":"function_call","call_id":"c","name":1}}"#,
+            br#"{"type":"response.output_item.done","sequence_number":3,"item":{"typ":"function_call","call_id":"c"}}"#,
+            br#"{"type":"response.output_item.done","sequence_number":3,"item":[]}"#,
+        ] {
+            let reading = read(odd).expect("readable");
+            assert_eq!(reading.signal, None, "{odd:?}");
+            assert_eq!(reading.sequence_number.map(|s| s.value), Some(3));
         }
         assert!(may_signal(b"response.output_item.done"));
         assert!(!may_signal(b"response.output_text.delta"));
