@@ -143,7 +143,7 @@ pub fn chunks(input: &[u8], max_chunk: u8, seed: u8) -> Vec<&[u8]> {
 /// ([`render`], which reads bits 6-7 too) instead of using it as it is.
 ///
 /// The input is rewritten whole and in chunks at one fixed instant (as the golden tests do, so
-/// durations agree), and in the same chunks with `step` (from `seed`) passing before each chunk
+/// durations agree), and in the same chunks with `step` (from `seed`) passing before up to `MAX_TICKS` of them
 /// and an idle tick there, so heartbeats come in between. Returns what the checker counted in
 /// the whole run.
 pub fn rewriter(data: &[u8]) -> invariants::Report {
@@ -198,21 +198,27 @@ fn rewrite(
     }
     let mut now = start;
     let mut out = Vec::new();
-    let mut tick = |rewriter: &mut Rewriter, out: &mut Vec<u8>| {
-        if let Some(step) = step {
+    // Time passes before at most `MAX_TICKS` chunks (spread evenly), with an idle tick there:
+    // every tick can bring a heartbeat and a running event, and thousands of tiny chunks would
+    // make a run that checks nothing new, only slowly.
+    let every = chunks.len().div_ceil(MAX_TICKS).max(1);
+    for (i, chunk) in chunks.iter().enumerate() {
+        if let Some(step) = step.filter(|_| i % every == 0) {
             now += step;
             out.extend_from_slice(&rewriter.on_idle(now));
         }
-        now
-    };
-    for chunk in chunks {
-        let now = tick(&mut rewriter, &mut out);
         out.extend_from_slice(&rewriter.feed(chunk, now));
     }
-    let now = tick(&mut rewriter, &mut out);
+    if let Some(step) = step {
+        now += step;
+        out.extend_from_slice(&rewriter.on_idle(now));
+    }
     out.extend_from_slice(&rewriter.finish(now));
     out
 }
+
+/// How many times time passes in one run with `step`.
+const MAX_TICKS: usize = 256;
 
 /// `max_event_bytes` by `(flags >> 3) & 7`: the default (16 MiB), then small limits so that
 /// oversize events (forwarded unread) are common.
