@@ -146,7 +146,7 @@ fn same_but_number(inp: &Event, out: &Event) -> Result<Option<bool>, String> {
     };
     a.remove("sequence_number");
     b.remove("sequence_number");
-    if a != b || a.get("type").is_none() {
+    if a != b {
         return Ok(None);
     }
     if na == nb {
