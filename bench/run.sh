@@ -18,6 +18,7 @@
 #                   per request)
 #   OUT=FILE        results file (default bench/results/<date>-<time>[-quick].md)
 #   NO_BUILD=1      use the binaries already in target/release
+#   TOOLPULSE_BIN=F measure this toolpulse binary (e.g. a build from before a change)
 #   KEEP_TMP=1      keep the temp dir (configs, logs, the client's JSON) and print its path
 #
 # Every process it starts is stopped on exit (trap); every wait is bounded; loopback only.
@@ -68,7 +69,7 @@ if [ "${NO_BUILD:-0}" != 1 ]; then
   cargo build --release --locked >&2
   cargo build --release --locked --examples >&2
 fi
-TOOLPULSE=target/release/toolpulse
+TOOLPULSE=${TOOLPULSE_BIN:-target/release/toolpulse}
 UPSTREAM=target/release/examples/bench_upstream
 CLIENT=target/release/examples/bench_client
 for bin in "$TOOLPULSE" "$UPSTREAM" "$CLIENT"; do
@@ -333,7 +334,7 @@ for phase in $PHASES; do
 done
 
 TP_THREADS=$(status_kib Threads "$TP_PID")
-TP_WORKERS_SHOWN=${TP_WORKERS:-$("${PIN_PROXY[@]}" nproc) (tokio default: CPUs available to the process)}
+TP_WORKERS_SHOWN=${TP_WORKERS:-$("${PIN_PROXY[@]}" nproc) (the CPUs available to the process; 1 = a current-thread runtime)}
 
 # ---------------------------------------------------------------------------------------------
 # The report

@@ -123,10 +123,23 @@ fn main() -> ExitCode {
     }
 }
 
+/// The runtime: one worker thread per CPU the process may use (its affinity and cgroup quota, as
+/// `available_parallelism` reports them), or `TOKIO_WORKER_THREADS`. With one, a current-thread
+/// runtime: a 1-CPU container or a pinned process gains nothing from work stealing and pays
+/// for its cross-thread wake-ups on every event.
 fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
-    Ok(tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?)
+    let threads = std::env::var("TOKIO_WORKER_THREADS")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let mut builder = if threads <= 1 {
+        tokio::runtime::Builder::new_current_thread()
+    } else {
+        let mut builder = tokio::runtime::Builder::new_multi_thread();
+        builder.worker_threads(threads);
+        builder
+    };
+    Ok(builder.enable_all().build()?)
 }
 
 fn serve(args: ServeArgs) -> anyhow::Result<()> {
