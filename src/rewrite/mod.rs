@@ -9,11 +9,10 @@
 
 pub mod number;
 
-use std::sync::{Arc, LazyLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use bytes::{Bytes, BytesMut};
-use memchr::memmem;
 
 use crate::config::Config;
 use crate::dialect::responses::{self, SequenceNumber};
@@ -25,10 +24,6 @@ use number::Numbering;
 /// Observations kept for the glue between two `take_observations` calls; more are dropped, so a
 /// caller that never drains them (the CLI) holds a bounded amount.
 const MAX_OBSERVATIONS: usize = 1024;
-
-/// Marks the events [`Rewriter::unread_last`] keeps: a cheap scan instead of a parse.
-static SEQUENCE_NUMBER: LazyLock<memmem::Finder<'static>> =
-    LazyLock::new(|| memmem::Finder::new(b"\"sequence_number\""));
 
 /// Something worth a metric or a log line, reported by [`Rewriter::take_observations`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -77,8 +72,7 @@ pub struct Rewriter {
     wall_clock: Option<(SystemTime, Instant)>,
     /// Whether the last item was a piece of an oversize event that has not ended yet.
     in_oversize: bool,
-    /// The last event with a `sequence_number` forwarded unread since numbers were last
-    /// followed. Read only when an unnumbered event opens a call, whose events then take "the
+    /// The last event forwarded unread since numbers were last followed. Read only when an unnumbered event opens a call, whose events then take "the
     /// number after the last one", so the common path stays unparsed.
     unread_last: Option<Event>,
     observations: Vec<Observation>,
@@ -248,10 +242,8 @@ impl Rewriter {
             || event.event_type().is_none_or(responses::may_signal);
         if !must_read && self.resume_after.is_none() {
             self.out.extend_from_slice(event.raw());
-            if SEQUENCE_NUMBER.find(&data).is_some() {
-                drop(data);
-                self.unread_last = Some(event);
-            }
+            drop(data);
+            self.unread_last = Some(event);
             return;
         }
         let Ok(reading) = responses::read(&data) else {
