@@ -4,7 +4,8 @@
 //!
 //! 1. dense renumbering: numbers in the output are consecutive wherever the input's were, and an
 //!    upstream event differs from its input bytes only in its `sequence_number` digits (an event
-//!    over `max_event_bytes` is forwarded unread, so density restarts after it);
+//!    over `max_event_bytes` is forwarded unread, so density resumes at the next upstream event
+//!    read after it, as the README says);
 //! 2. exactly once: every injected opening event (`in_progress`, stage `start`, `tool_call_start`,
 //!    `tool_start`) is closed by exactly one terminal event of its profile, after it;
 //! 3. untouched when nothing to do: no injected event means output == input;
@@ -348,6 +349,9 @@ struct Numbers {
     /// Injected events went back in number: they were injected before an upstream event that
     /// starts a new run (another response on the same connection), which must come next.
     awaiting_new_run: bool,
+    /// An event over the size limit went by unread: its number is unknown, so numbering is
+    /// dense again only from the next upstream event read (injected ones may leave a gap).
+    after_unread: bool,
 }
 
 impl Numbers {
@@ -367,6 +371,7 @@ impl Numbers {
             last_in: None,
             last_out: None,
             awaiting_new_run: false,
+            after_unread: false,
         }
     }
 
@@ -379,6 +384,11 @@ impl Numbers {
         };
         let new_run = self.last_in.is_some_and(|prev| n_in <= prev);
         self.last_in = Some(n_in);
+        if std::mem::take(&mut self.after_unread) {
+            self.awaiting_new_run = false;
+            self.last_out = Some(n_out);
+            return Ok(());
+        }
         if std::mem::take(&mut self.awaiting_new_run) {
             if !new_run {
                 return Err(format!(
@@ -398,10 +408,12 @@ impl Numbers {
 
     fn restart(&mut self) {
         self.last_out = None;
+        self.after_unread = true;
     }
 
     fn injected(&mut self, json: &Map<String, Value>) -> Result<(), String> {
         match number_of(json) {
+            Some(_) if self.after_unread => Ok(()),
             Some(n) if self.last_out.is_some_and(|prev| n <= prev) && !self.awaiting_new_run => {
                 self.awaiting_new_run = true;
                 self.last_out = Some(n);

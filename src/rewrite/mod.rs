@@ -224,10 +224,6 @@ impl Rewriter {
                     self.stats.oversize_events += 1;
                 }
                 self.in_oversize = self.parser.is_mid_event_output();
-                if !self.in_oversize {
-                    // A whole event went by unread.
-                    self.numbering.skip_unread();
-                }
                 self.stats.oversize_bytes += bytes.len() as u64;
                 self.write_unnumbered(&bytes);
             }

@@ -42,13 +42,6 @@ impl Numbering {
         Some(n)
     }
 
-    /// An upstream event went by unread (over the size limit): in a dense stream it took the
-    /// number after the last one, which the events injected after it must not take again.
-    pub fn skip_unread(&mut self) {
-        self.last_in = self.last_in.map(|n| n.saturating_add(1));
-        self.last_out = self.last_out.map(|n| n.saturating_add(1));
-    }
-
     /// The number the event announced by `begin` goes out with.
     pub fn forward(&mut self) -> Option<u64> {
         let n = self.pending.take()?;
@@ -80,20 +73,6 @@ mod tests {
         assert_eq!(n.inject(), Some(6));
         n.begin(Some(3));
         assert_eq!(n.forward(), Some(7));
-    }
-
-    #[test]
-    fn an_unread_event_keeps_its_place() {
-        let mut n = Numbering::default();
-        n.begin(Some(0));
-        n.forward();
-        n.begin(None);
-        assert_eq!(n.inject(), Some(1));
-        n.skip_unread(); // upstream 1, out as 2 had it been read
-        n.begin(None);
-        assert_eq!(n.inject(), Some(3));
-        n.begin(Some(2));
-        assert_eq!(n.forward(), Some(4));
     }
 
     #[test]
