@@ -178,6 +178,12 @@ impl Tracker {
         if self.position(&item.call_id).is_some() {
             return None;
         }
+        // Injected events name the call by its item id (the item the client has): a second open
+        // call with the same item id would be indistinguishable from the first.
+        let item_id = item.item_id.as_deref().unwrap_or(&item.call_id);
+        if self.open.iter().any(|c| c.item_id == item_id) {
+            return None;
+        }
         let (kind, rule) = classifier.classify_rule(&item.name);
         if kind == Kind::Ignore {
             return None;
@@ -350,6 +356,10 @@ mod tests {
             r.send(Signal::CallDone(item("a", "web_search")), 1)
                 .is_empty()
         );
+        // Another call id on an item already open: injected events could not tell them apart.
+        let mut same_item = item("b", "web_search");
+        same_item.item_id = Some("fc_a".into());
+        assert!(r.send(Signal::CallAdded(same_item), 2).is_empty());
     }
 
     #[test]
