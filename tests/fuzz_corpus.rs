@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 /// Replays every file of the target's corpus and regressions through `check`; returns what it
 /// returned for each.
-fn replay<T>(target: &str, check: fn(&[u8]) -> T) -> Vec<T> {
+fn replay<T: Send>(target: &str, check: fn(&[u8]) -> T) -> Vec<T> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz");
     let mut files = Vec::new();
     for dir in ["corpus", "regressions"] {
@@ -30,7 +30,19 @@ fn replay<T>(target: &str, check: fn(&[u8]) -> T) -> Vec<T> {
             )
         })
     };
-    files.iter().map(run).collect()
+    // One thread per CPU: the corpus is large and every input is independent.
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let share = files.len().div_ceil(threads).max(1);
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = files
+            .chunks(share)
+            .map(|part| scope.spawn(move || part.iter().map(run).collect::<Vec<T>>()))
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|w| w.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+            .collect()
+    })
 }
 
 #[test]

@@ -25,6 +25,10 @@ use number::Numbering;
 /// caller that never drains them (the CLI) holds a bounded amount.
 const MAX_OBSERVATIONS: usize = 1024;
 
+/// The largest event data copied for [`Rewriter::unread_last`]; a larger one is read for its
+/// number at once instead (rare, and cheaper than keeping its copy for the stream's life).
+const MAX_UNREAD_COPY: usize = 4096;
+
 /// Something worth a metric or a log line, reported by [`Rewriter::take_observations`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Observation {
@@ -72,9 +76,13 @@ pub struct Rewriter {
     wall_clock: Option<(SystemTime, Instant)>,
     /// Whether the last item was a piece of an oversize event that has not ended yet.
     in_oversize: bool,
-    /// The last event forwarded unread since numbers were last followed. Read only when an unnumbered event opens a call, whose events then take "the
-    /// number after the last one", so the common path stays unparsed.
-    unread_last: Option<Event>,
+    /// The data of the last event forwarded unread since numbers were last followed (valid
+    /// while `has_unread`). Read only when an unnumbered event opens a call, whose events then
+    /// take "the number after the last one", so the common path stays unparsed.
+    unread_last: Vec<u8>,
+    has_unread: bool,
+    /// The number of the last event forwarded unread when it was too large to copy.
+    unread_number: Option<u64>,
     observations: Vec<Observation>,
     stats: Stats,
 }
@@ -96,7 +104,9 @@ impl Rewriter {
             last_output: None,
             resume_after: None,
             in_oversize: false,
-            unread_last: None,
+            unread_last: Vec::new(),
+            has_unread: false,
+            unread_number: None,
             observations: Vec::new(),
             stats: Stats::default(),
         }
@@ -217,7 +227,7 @@ impl Rewriter {
         match item {
             Item::Event(event) => {
                 self.stats.events_in += 1;
-                self.on_event(event, now);
+                self.on_event(&event, now);
             }
             Item::Oversize(bytes) | Item::Incomplete(bytes) => {
                 if !self.in_oversize {
@@ -230,7 +240,7 @@ impl Rewriter {
         }
     }
 
-    fn on_event(&mut self, event: Event, now: Instant) {
+    fn on_event(&mut self, event: &Event, now: Instant) {
         let Some(data) = event.data() else {
             // Comments, `id`/`retry`-only blocks, stray blank lines.
             return self.write_unnumbered(event.raw());
@@ -242,8 +252,16 @@ impl Rewriter {
             || event.event_type().is_none_or(responses::may_signal);
         if !must_read && self.resume_after.is_none() {
             self.out.extend_from_slice(event.raw());
-            drop(data);
-            self.unread_last = Some(event);
+            // A copy into a reused buffer: holding the event itself would keep the parser's
+            // buffer shared, and every later read would reallocate it.
+            self.unread_last.clear();
+            self.has_unread = data.len() <= MAX_UNREAD_COPY;
+            self.unread_number = None;
+            if self.has_unread {
+                self.unread_last.extend_from_slice(&data);
+            } else if let Ok(reading) = responses::read(&data) {
+                self.unread_number = reading.sequence_number.map(|n| n.value);
+            }
             return;
         }
         let Ok(reading) = responses::read(&data) else {
@@ -253,21 +271,22 @@ impl Rewriter {
         let sequence_number = reading.sequence_number;
         match &sequence_number {
             Some(n) => {
-                self.unread_last = None;
+                self.has_unread = false;
+                self.unread_number = None;
                 self.numbering.begin(Some(n.value));
             }
             None => self.begin_unnumbered(),
         }
         let Some(signal) = reading.signal else {
-            return self.forward(&event, sequence_number);
+            return self.forward(event, sequence_number);
         };
         let before = signal.injects_before();
         self.track(signal, now);
         if before {
             self.inject(now);
-            self.forward(&event, sequence_number);
+            self.forward(event, sequence_number);
         } else {
-            self.forward(&event, sequence_number);
+            self.forward(event, sequence_number);
             self.inject(now);
         }
     }
@@ -275,12 +294,12 @@ impl Rewriter {
     /// Announces that injections follow no upstream number: they take the numbers after the
     /// last one out, so an event forwarded unread since is read now for its number.
     fn begin_unnumbered(&mut self) {
-        if let Some(event) = self.unread_last.take()
-            && let Some(data) = event.data()
-            && let Ok(reading) = responses::read(&data)
-            && let Some(n) = reading.sequence_number
-        {
-            self.numbering.begin(Some(n.value));
+        let copied = std::mem::take(&mut self.has_unread)
+            .then(|| responses::read(&self.unread_last).ok())
+            .flatten()
+            .and_then(|reading| reading.sequence_number.map(|n| n.value));
+        if let Some(n) = copied.or(self.unread_number.take()) {
+            self.numbering.begin(Some(n));
             self.numbering.forward();
         }
         self.numbering.begin(None);

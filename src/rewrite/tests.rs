@@ -180,3 +180,33 @@ fn events_after_a_new_run_are_counted_while_a_call_is_open() {
         "{text}"
     );
 }
+
+#[test]
+fn an_unnumbered_call_after_unread_events_takes_the_next_number() {
+    // A numbered stream whose function_call item arrives without a number: its injected events
+    // take the numbers after the last event forwarded unread, whether that event was small
+    // (copied, read only now) or too large to copy (read at once).
+    for text_len in [10, MAX_UNREAD_COPY * 2] {
+        let t0 = Instant::now();
+        let mut r = rewriter(0);
+        let created = r#"{"type":"response.created","sequence_number":0}"#;
+        let done = format!(
+            r#"{{"type":"response.output_text.done","text":"{}","sequence_number":1}}"#,
+            "x".repeat(text_len)
+        );
+        let added = ADDED.replace(r#""sequence_number":1,"#, "");
+        let args_done = DONE.replace(r#""sequence_number":2,"#, "");
+        let input = [ev(created), ev(&done), ev(&added), ev(&args_done)].concat();
+        let mut out = r.feed(&input, t0).to_vec();
+        out.extend_from_slice(&r.finish(t0));
+        crate::invariants::check(&input, &out, usize::MAX).expect("invariants");
+        let text = String::from_utf8(out).expect("utf-8");
+        let injected = text
+            .split("\n\n")
+            .find(|e| e.contains("web_search_call.in_progress"));
+        assert!(
+            injected.is_some_and(|e| e.contains(r#""sequence_number":2,"#)),
+            "text of {text_len}: {text}"
+        );
+    }
+}
