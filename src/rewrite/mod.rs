@@ -9,10 +9,11 @@
 
 pub mod number;
 
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 use std::time::{Duration, Instant, SystemTime};
 
 use bytes::{Bytes, BytesMut};
+use memchr::memmem;
 
 use crate::config::Config;
 use crate::dialect::responses::{self, SequenceNumber};
@@ -24,6 +25,10 @@ use number::Numbering;
 /// Observations kept for the glue between two `take_observations` calls; more are dropped, so a
 /// caller that never drains them (the CLI) holds a bounded amount.
 const MAX_OBSERVATIONS: usize = 1024;
+
+/// Marks the events [`Rewriter::unread_last`] keeps: a cheap scan instead of a parse.
+static SEQUENCE_NUMBER: LazyLock<memmem::Finder<'static>> =
+    LazyLock::new(|| memmem::Finder::new(b"\"sequence_number\""));
 
 /// The largest event data copied for [`Rewriter::unread_last`]; a larger one is read for its
 /// number at once instead (rare, and cheaper than keeping its copy for the stream's life).
@@ -76,8 +81,9 @@ pub struct Rewriter {
     wall_clock: Option<(SystemTime, Instant)>,
     /// Whether the last item was a piece of an oversize event that has not ended yet.
     in_oversize: bool,
-    /// The data of the last event forwarded unread since numbers were last followed (valid
-    /// while `has_unread`). Read only when an unnumbered event opens a call, whose events then
+    /// The data of the last event with a `sequence_number` forwarded unread since numbers were
+    /// last followed (valid while `has_unread`); events without one leave it as it is, so a
+    /// stream that numbers only some events still knows its last number. Read only when an unnumbered event opens a call, whose events then
     /// take "the number after the last one", so the common path stays unparsed.
     unread_last: Vec<u8>,
     has_unread: bool,
@@ -252,6 +258,9 @@ impl Rewriter {
             || event.event_type().is_none_or(responses::may_signal);
         if !must_read && self.resume_after.is_none() {
             self.out.extend_from_slice(event.raw());
+            if SEQUENCE_NUMBER.find(&data).is_none() {
+                return;
+            }
             // A copy into a reused buffer: holding the event itself would keep the parser's
             // buffer shared, and every later read would reallocate it.
             self.unread_last.clear();

@@ -184,9 +184,16 @@ fn events_after_a_new_run_are_counted_while_a_call_is_open() {
 #[test]
 fn an_unnumbered_call_after_unread_events_takes_the_next_number() {
     // A numbered stream whose function_call item arrives without a number: its injected events
-    // take the numbers after the last event forwarded unread, whether that event was small
-    // (copied, read only now) or too large to copy (read at once).
-    for text_len in [10, MAX_UNREAD_COPY * 2] {
+    // take the numbers after the last numbered event forwarded unread, whether that event was
+    // small (copied, read only now) or too large to copy (read at once), and whatever unnumbered
+    // events followed it (the rewriter fuzzer's find).
+    let unnumbered = r#"{"type":"response.output_text.delta","delta":"hi"}"#;
+    for (text_len, tail) in [
+        (10, 0),
+        (MAX_UNREAD_COPY * 2, 0),
+        (10, 3),
+        (MAX_UNREAD_COPY * 2, 3),
+    ] {
         let t0 = Instant::now();
         let mut r = rewriter(0);
         let created = r#"{"type":"response.created","sequence_number":0}"#;
@@ -196,7 +203,8 @@ fn an_unnumbered_call_after_unread_events_takes_the_next_number() {
         );
         let added = ADDED.replace(r#""sequence_number":1,"#, "");
         let args_done = DONE.replace(r#""sequence_number":2,"#, "");
-        let input = [ev(created), ev(&done), ev(&added), ev(&args_done)].concat();
+        let tail = ev(unnumbered).repeat(tail);
+        let input = [ev(created), ev(&done), tail, ev(&added), ev(&args_done)].concat();
         let mut out = r.feed(&input, t0).to_vec();
         out.extend_from_slice(&r.finish(t0));
         crate::invariants::check(&input, &out, usize::MAX).expect("invariants");
