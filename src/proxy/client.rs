@@ -26,6 +26,9 @@ const POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 /// a burst of streams the rest close at once instead of holding fds until the idle timeout,
 /// like nginx's `keepalive` directive.
 const POOL_MAX_IDLE: usize = 128;
+/// The most an upstream connection reads at once (hyper's default grows to ~400 KiB): a flooding
+/// stream then holds at most this much in one read, and the rewriter's output follows suit.
+const READ_BUF_MAX: usize = 64 * 1024;
 
 pub fn build(config: &ProxyConfig) -> anyhow::Result<Upstream> {
     let mut http = HttpConnector::new();
@@ -42,6 +45,7 @@ pub fn build(config: &ProxyConfig) -> anyhow::Result<Upstream> {
     Ok(Client::builder(TokioExecutor::new())
         .pool_idle_timeout(POOL_IDLE_TIMEOUT)
         .pool_max_idle_per_host(POOL_MAX_IDLE)
+        .http1_max_buf_size(READ_BUF_MAX)
         .build(https))
 }
 
