@@ -82,12 +82,12 @@ pub struct Rewriter {
     /// Whether the last item was a piece of an oversize event that has not ended yet.
     in_oversize: bool,
     /// The data of the last event with a `sequence_number` forwarded unread since numbers were
-    /// last followed (valid while `has_unread`); events without one leave it as it is, so a
-    /// stream that numbers only some events still knows its last number. Read only when an unnumbered event opens a call, whose events then
-    /// take "the number after the last one", so the common path stays unparsed.
+    /// last followed (empty if none); events without one leave it as it is, so a stream that
+    /// numbers only some events still knows its last number. Read only when an unnumbered event
+    /// opens a call, whose events then take "the number after the last one", so the common path
+    /// stays unparsed.
     unread_last: Vec<u8>,
-    has_unread: bool,
-    /// The number of the last event forwarded unread when it was too large to copy.
+    /// The number of that event instead, when it was too large to copy.
     unread_number: Option<u64>,
     observations: Vec<Observation>,
     stats: Stats,
@@ -111,7 +111,6 @@ impl Rewriter {
             resume_after: None,
             in_oversize: false,
             unread_last: Vec::new(),
-            has_unread: false,
             unread_number: None,
             observations: Vec::new(),
             stats: Stats::default(),
@@ -263,10 +262,8 @@ impl Rewriter {
             }
             // A copy into a reused buffer: holding the event itself would keep the parser's
             // buffer shared, and every later read would reallocate it.
-            self.unread_last.clear();
-            self.has_unread = data.len() <= MAX_UNREAD_COPY;
-            self.unread_number = None;
-            if self.has_unread {
+            self.forget_unread();
+            if data.len() <= MAX_UNREAD_COPY {
                 self.unread_last.extend_from_slice(&data);
             } else if let Ok(reading) = responses::read(&data) {
                 self.unread_number = reading.sequence_number.map(|n| n.value);
@@ -280,8 +277,7 @@ impl Rewriter {
         let sequence_number = reading.sequence_number;
         match &sequence_number {
             Some(n) => {
-                self.has_unread = false;
-                self.unread_number = None;
+                self.forget_unread();
                 self.numbering.begin(Some(n.value));
             }
             None => self.begin_unnumbered(),
@@ -303,15 +299,20 @@ impl Rewriter {
     /// Announces that injections follow no upstream number: they take the numbers after the
     /// last one out, so an event forwarded unread since is read now for its number.
     fn begin_unnumbered(&mut self) {
-        let copied = std::mem::take(&mut self.has_unread)
-            .then(|| responses::read(&self.unread_last).ok())
-            .flatten()
+        let copied = responses::read(&self.unread_last)
+            .ok()
             .and_then(|reading| reading.sequence_number.map(|n| n.value));
-        if let Some(n) = copied.or(self.unread_number.take()) {
+        if let Some(n) = copied.or(self.unread_number) {
             self.numbering.begin(Some(n));
             self.numbering.forward();
         }
+        self.forget_unread();
         self.numbering.begin(None);
+    }
+
+    fn forget_unread(&mut self) {
+        self.unread_last.clear();
+        self.unread_number = None;
     }
 
     fn track(&mut self, signal: Signal<'_>, now: Instant) {

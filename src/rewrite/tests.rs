@@ -25,6 +25,19 @@ fn text(b: &Bytes) -> &str {
     std::str::from_utf8(b).expect("utf-8")
 }
 
+/// Feeds `input` in one chunk and finishes; the output must keep the invariants.
+fn whole_stream(r: &mut Rewriter, input: &[u8], now: Instant) -> String {
+    let mut out = r.feed(input, now).to_vec();
+    out.extend_from_slice(&r.finish(now));
+    crate::invariants::check(input, &out, usize::MAX).expect("invariants");
+    String::from_utf8(out).expect("utf-8")
+}
+
+/// The first event of `text` that mentions `kind`.
+fn event_of<'a>(text: &'a str, kind: &str) -> Option<&'a str> {
+    text.split("\n\n").find(|e| e.contains(kind))
+}
+
 #[test]
 fn duration_is_measured_from_running_to_output() {
     let t0 = Instant::now();
@@ -168,15 +181,10 @@ fn events_after_a_new_run_are_counted_while_a_call_is_open() {
     let created = r#"{"type":"response.created","sequence_number":0}"#;
     let delta = r#"{"type":"response.output_text.delta","sequence_number":1,"delta":"hi"}"#;
     let input = [ev(ADDED), ev(DONE), ev(created), ev(delta)].concat();
-    let mut out = r.feed(&input, t0).to_vec();
-    out.extend_from_slice(&r.finish(t0));
-    crate::invariants::check(&input, &out, usize::MAX).expect("invariants");
-    let text = String::from_utf8(out).expect("utf-8");
-    let closing = text
-        .split("\n\n")
-        .find(|e| e.contains("web_search_call.completed"));
+    let text = whole_stream(&mut r, &input, t0);
     assert!(
-        closing.is_some_and(|e| e.contains(r#""sequence_number":2,"#)),
+        event_of(&text, "web_search_call.completed")
+            .is_some_and(|e| e.contains(r#""sequence_number":2,"#)),
         "{text}"
     );
 }
@@ -205,15 +213,10 @@ fn an_unnumbered_call_after_unread_events_takes_the_next_number() {
         let args_done = DONE.replace(r#""sequence_number":2,"#, "");
         let tail = ev(unnumbered).repeat(tail);
         let input = [ev(created), ev(&done), tail, ev(&added), ev(&args_done)].concat();
-        let mut out = r.feed(&input, t0).to_vec();
-        out.extend_from_slice(&r.finish(t0));
-        crate::invariants::check(&input, &out, usize::MAX).expect("invariants");
-        let text = String::from_utf8(out).expect("utf-8");
-        let injected = text
-            .split("\n\n")
-            .find(|e| e.contains("web_search_call.in_progress"));
+        let text = whole_stream(&mut r, &input, t0);
         assert!(
-            injected.is_some_and(|e| e.contains(r#""sequence_number":2,"#)),
+            event_of(&text, "web_search_call.in_progress")
+                .is_some_and(|e| e.contains(r#""sequence_number":2,"#)),
             "text of {text_len}: {text}"
         );
     }
