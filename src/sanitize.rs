@@ -110,6 +110,16 @@ impl Sanitizer {
         }
     }
 
+    /// A tool's result as a string (the `output` of a companion item): JSON is sanitized by
+    /// `value` and stays compact JSON text; other text is redacted as far as it looks like JSON
+    /// and cut at `max_payload_bytes` on a UTF-8 boundary.
+    pub fn result_text(&self, text: &str) -> String {
+        match serde_json::from_str::<Value>(text) {
+            Ok(parsed) => self.value(parsed).to_string(),
+            Err(_) => self.redacted_text(text, self.max_payload_bytes),
+        }
+    }
+
     /// An incremental redactor for JSON text that arrives in pieces (streamed tool arguments).
     pub fn streaming(&self) -> PartialRedactor {
         PartialRedactor {
@@ -130,10 +140,15 @@ impl Sanitizer {
     /// Text that did not parse may still be almost-JSON holding a secret (malformed or truncated
     /// arguments), so it goes through the redactor, which leaves plain prose as it is.
     fn non_json(&self, text: &str) -> String {
+        self.redacted_text(text, self.max_string_bytes)
+    }
+
+    /// Non-JSON text, redacted as far as it looks like JSON and cut at `max` bytes.
+    fn redacted_text(&self, text: &str, max: usize) -> String {
         let mut redactor = self.streaming();
         let mut out = redactor.push(text);
         out.push_str(&redactor.finish());
-        cut_string(&mut out, self.max_string_bytes);
+        cut_string(&mut out, max);
         out
     }
 

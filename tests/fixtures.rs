@@ -41,7 +41,7 @@ const RECORDED_GOLDENS: &[(&str, &str, &str)] = &[
     ),
 ];
 
-/// Inputs rendered with each payload profile (and all four at once) under `profiles.toml`;
+/// Inputs rendered with each payload profile (all four at once, and the inline OpenAI shape) under `profiles.toml`;
 /// goldens in `profiles/<profile>/<input stem>.out.sse`.
 const PROFILE_INPUTS: &[&str] = &[
     "web_search_json.sse",
@@ -58,6 +58,7 @@ const PROFILE_SETS: &[(&str, &str)] = &[
     ("tool_call", r#"["tool_call"]"#),
     ("tool", r#"["tool"]"#),
     ("all", r#"["openai", "stages", "tool_call", "tool"]"#),
+    ("openai-inline", r#"["openai-inline"]"#),
 ];
 
 /// Which hand-made fixtures must come out byte-identical (nothing to inject).
@@ -112,7 +113,9 @@ fn golden_outputs_and_invariants() {
             "{input_name}: output differs from {golden}"
         );
         let must_be_untouched = input_name.starts_with("recordings/") && golden == input_name
-            || UNTOUCHED.contains(&input_name.as_str()) && !golden.starts_with("profiles/")
+            || UNTOUCHED.contains(&input_name.as_str())
+                && (!golden.starts_with("profiles/")
+                    || golden.starts_with("profiles/openai-inline/"))
             || golden.contains("native_untouched");
         if must_be_untouched {
             assert!(

@@ -290,6 +290,14 @@ async fn sigterm_drains_readiness_flips_and_stuck_streams_end_with_calls_closed(
         "{text}"
     );
     assert!(text.contains("\"outcome\":\"failed\""), "{text}");
+    let done = text
+        .split("\n\n")
+        .find(|e| e.contains("\"type\":\"response.output_item.done\""))
+        .unwrap_or_default();
+    assert!(
+        done.contains("\"id\":\"tp_") && done.contains("\"status\":\"failed\""),
+        "the open companion is done, failed: {text}"
+    );
     assert_eq!(tp.wait_exit(), 0);
     release.notify_one();
 }

@@ -453,7 +453,23 @@ async fn a_request_picks_its_profiles_by_header() {
         "only the picked profiles: {text}"
     );
 
-    for bad in ["tool_call", "robot", ""] {
+    // Companions combine with a payload profile, one per call whatever the mix.
+    let response = client
+        .request(request("openai,tool"))
+        .await
+        .expect("response");
+    let out = read_all(&mut response.into_body()).await;
+    gw.requests.recv().await.expect("forwarded");
+    invariants::check(&input, &out, usize::MAX).expect("invariants");
+    let text = String::from_utf8_lossy(&out);
+    assert_eq!(
+        text.matches(r#""type":"web_search_call","id":"tp_"#)
+            .count(),
+        2
+    );
+    assert!(text.contains(r#""type":"tool_start""#));
+
+    for bad in ["tool_call", "robot", "", "openai,openai-inline"] {
         let response = client.request(request(bad)).await.expect("response");
         assert_eq!(response.status(), 400, "{bad:?}");
         let json = json_body(response).await;
@@ -463,4 +479,69 @@ async fn a_request_picks_its_profiles_by_header() {
         gw.requests.try_recv().is_err(),
         "refused requests are not forwarded"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replayed_companions_never_reach_the_gateway() {
+    // A client replays the first response's output as input: inline (openai-agents'
+    // `to_input_list()`) and as `item_reference`s (the AI SDK with `store`), with a length and
+    // chunked. The gateway gets everything else, byte for byte.
+    const REPLAY: &str = r#"{"model":"m","input":[{"type":"function_call","id":"fc_1","call_id":"c1","name":"web_search","arguments":"{}"},{"type":"web_search_call","id":"tp_c1","status":"completed","action":{"type":"search"}},{"type":"item_reference","id":"tp_c2"},{"type":"function_call_output","call_id":"c1","output":"ok"}],"stream":true}"#;
+    const FORWARDED: &str = r#"{"model":"m","input":[{"type":"function_call","id":"fc_1","call_id":"c1","name":"web_search","arguments":"{}"},{"type":"function_call_output","call_id":"c1","output":"ok"}],"stream":true}"#;
+    let mut gw = Gateway::start(|_| Reply::sse(vec![b"data: {}\n\n".to_vec()])).await;
+    let proxy = start_proxy(Config::default(), &gw.url()).await;
+    let client = http_client();
+    read_all(
+        &mut post(&client, format!("http://{proxy}/v1/responses"), REPLAY)
+            .await
+            .into_body(),
+    )
+    .await;
+    let seen = gw.requests.recv().await.expect("a request");
+    assert_eq!(String::from_utf8_lossy(&seen.body), FORWARDED);
+    assert_eq!(
+        seen.header("content-length"),
+        Some(FORWARDED.len().to_string().as_str())
+    );
+
+    let (half, rest) = REPLAY.split_at(100);
+    let frames = [half, rest].map(|part| {
+        Ok::<_, std::convert::Infallible>(http_body::Frame::data(bytes::Bytes::from(part)))
+    });
+    let chunked = http_body_util::StreamBody::new(futures::stream::iter(frames));
+    let request = http::Request::post(format!("http://{proxy}/v1/responses"))
+        .header("content-type", "application/json")
+        .body(chunked.boxed())
+        .expect("request");
+    let chunked_client =
+        hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+            .build_http();
+    let response = chunked_client.request(request).await.expect("response");
+    read_all(&mut response.into_body()).await;
+    let seen = gw.requests.recv().await.expect("a request");
+    assert_eq!(String::from_utf8_lossy(&seen.body), FORWARDED);
+
+    // A body over the read limit goes on as it is.
+    let pad = "x".repeat(toolpulse::proxy::request_body::MAX_READ_BODY_BYTES);
+    let big: &'static str = REPLAY
+        .replacen("{", &format!("{{\"pad\":\"{pad}\","), 1)
+        .leak();
+    read_all(
+        &mut post(&client, format!("http://{proxy}/v1/responses"), big)
+            .await
+            .into_body(),
+    )
+    .await;
+    let seen = gw.requests.recv().await.expect("a request");
+    assert!(seen.body == big.as_bytes(), "forwarded unchanged");
+
+    // Other paths and bodies stream through untouched.
+    read_all(
+        &mut post(&client, format!("http://{proxy}/v1/other"), REPLAY)
+            .await
+            .into_body(),
+    )
+    .await;
+    let seen = gw.requests.recv().await.expect("a request");
+    assert_eq!(String::from_utf8_lossy(&seen.body), REPLAY);
 }

@@ -85,7 +85,7 @@ impl Default for EventsConfig {
     }
 }
 
-/// Per-tool strings for the payload-carrying profiles (`[[tools]] display/summary/count`).
+/// Per-tool strings for the profiles (`[[tools]] display/summary/count/server_label`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ToolTemplates {
     /// "Searching the web for “{query}”…": `{name}` placeholders from the call's arguments.
@@ -95,6 +95,8 @@ pub struct ToolTemplates {
     /// A JSON pointer into the tool's output at the result list (its length is the count) or a
     /// number.
     pub count: Option<String>,
+    /// The `server_label` of the call's `mcp_call` companion item (profile `openai`).
+    pub server_label: Option<String>,
 }
 
 /// The `[admin]` section: health, readiness and metrics, on their own address.
@@ -255,6 +257,7 @@ impl Config {
                 display: tool.display.clone(),
                 summary: tool.summary.clone(),
                 count: tool.count.as_ref().map(|c| c.get_ref().clone()),
+                server_label: tool.server_label.clone(),
             });
         }
 
@@ -293,8 +296,11 @@ impl Config {
             let key = format!("sanitize.redact_keys[{i}]");
             invalid(key, sanitize.redact_keys.span(), e.to_string())
         })?;
+        let profiles = &raw.events.profiles;
+        crate::profiles::check_combination(profiles.get_ref())
+            .map_err(|message| invalid("events.profiles".into(), profiles.span(), message))?;
         let events = EventsConfig {
-            profiles: raw.events.profiles.clone(),
+            profiles: profiles.get_ref().clone(),
             allowed_profiles: raw.events.allowed_profiles.clone(),
         };
 

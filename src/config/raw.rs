@@ -26,14 +26,14 @@ pub(super) struct RawConfig {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub(super) struct RawEvents {
-    pub(super) profiles: Vec<Profile>,
+    pub(super) profiles: Spanned<Vec<Profile>>,
     pub(super) allowed_profiles: Vec<Profile>,
 }
 
 impl Default for RawEvents {
     fn default() -> Self {
         RawEvents {
-            profiles: vec![Profile::OpenAi],
+            profiles: Spanned::new(0..0, vec![Profile::OpenAi]),
             allowed_profiles: Profile::ALL.to_vec(),
         }
     }
@@ -112,6 +112,7 @@ pub(super) struct RawTool {
     pub(super) kind: Kind,
     pub(super) display: Option<String>,
     pub(super) summary: Option<String>,
+    pub(super) server_label: Option<String>,
     pub(super) count: Option<Spanned<String>>,
 }
 

@@ -152,12 +152,20 @@ impl Printer {
             .as_u64()
             .map(|n| format!("#{n}"))
             .unwrap_or_default();
-        let injected = [".web_search_call.", ".mcp_call.", ".file_search_call."]
-            .iter()
-            .any(|k| kind.contains(k));
+        let companion = json["item"]["id"]
+            .as_str()
+            .is_some_and(|id| id.starts_with("tp_"));
+        let injected = companion
+            || [".web_search_call.", ".mcp_call.", ".file_search_call."]
+                .iter()
+                .any(|k| kind.contains(k));
         if injected {
             self.injected += 1;
             let mut detail = json["name"].as_str().unwrap_or_default().to_string();
+            if companion {
+                let item = &json["item"];
+                detail = format!("{} {} ({})", item["type"], item["id"], item["status"]);
+            }
             if let Some(outcome) = json["outcome"].as_str() {
                 detail += &format!("  outcome={outcome} duration_ms={}", json["duration_ms"]);
             }

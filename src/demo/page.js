@@ -124,6 +124,9 @@ class Run {
     this.counts.events++;
     const type = String(json.type || '');
     const lifecycle = LIFECYCLE.exec(type);
+    // toolpulse's companion items (ids `tp_…`) are injected too; their lifecycle events drive the row.
+    const companion = String(json.item?.id ?? '').startsWith('tp_');
+    if (companion) this.counts.injected++;
     if (lifecycle) {
       this.counts.injected++;
       this.lifecycle(lifecycle[1], lifecycle[2], json);
@@ -137,7 +140,7 @@ class Run {
       const message = json.error?.message || json.response?.error?.message || type;
       $('status').textContent = 'The response failed: ' + message;
     }
-    this.log(json.sequence_number, type, detail(json), Boolean(lifecycle));
+    this.log(json.sequence_number, type, detail(json), Boolean(lifecycle) || companion);
     this.updateCount();
   }
 
@@ -249,7 +252,7 @@ function detail(json) {
     const output = String(item.output ?? '').replace(/\s+/g, ' ');
     return `function_call_output ${item.call_id} “${output.slice(0, 90)}”`;
   }
-  if (item?.type) return item.type;
+  if (item?.type) return item.status ? `${item.type} ${item.status}` : item.type;
   if (json.outcome) return `${json.name} ${json.outcome} ${json.duration_ms} ms`;
   if (json.name) return json.name;
   if (typeof json.delta === 'string') return JSON.stringify(json.delta);

@@ -3,4 +3,5 @@
 //! Chat Completions) would produce the same [`crate::lifecycle::Signal`]s.
 
 mod members;
+pub mod request;
 pub mod responses;

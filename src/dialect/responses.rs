@@ -1,7 +1,8 @@
-//! The OpenAI Responses API over SSE: reads an event's JSON for the two things toolpulse needs,
-//! its `sequence_number` (value and exact position, so it can be rewritten in place) and its
-//! meaning for tool calls ([`Signal`]). Only top-level keys are read; unknown fields are skipped,
-//! never dropped from the forwarded bytes (those are never re-serialized).
+//! The OpenAI Responses API over SSE: reads an event's JSON for what toolpulse needs: its
+//! `sequence_number` and `output_index` (value and exact position, so they can be rewritten in
+//! place), its meaning for tool calls ([`Signal`]), and where a response object lists its
+//! output items (so companions can be spliced in). Only top-level keys are read; unknown fields
+//! are skipped, never dropped from the forwarded bytes (those are never re-serialized).
 
 use std::borrow::Cow;
 use std::ops::Range;
@@ -20,13 +21,23 @@ const TERMINAL_TYPES: &[&str] = &[
     "response.incomplete",
     "error",
 ];
+/// Event types whose `response` object lists the output so far.
+const LISTS_OUTPUT: &[&str] = &[
+    "response.completed",
+    "response.failed",
+    "response.incomplete",
+    "response.in_progress",
+    "response.queued",
+];
+const CREATED: &str = "response.created";
 const ITEM_ADDED: &str = "response.output_item.added";
 const ITEM_DONE: &str = "response.output_item.done";
 const ARGUMENTS_DELTA: &str = "response.function_call_arguments.delta";
 
-/// A top-level `sequence_number`: its value and where its digits lie in the event's data.
+/// A top-level number (`sequence_number`, `output_index`): its value and where its digits lie
+/// in the event's data.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SequenceNumber {
+pub struct Number {
     pub value: u64,
     pub span: Range<usize>,
 }
@@ -34,8 +45,13 @@ pub struct SequenceNumber {
 /// What one event's data says.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Reading<'a> {
-    pub sequence_number: Option<SequenceNumber>,
+    pub sequence_number: Option<Number>,
+    pub output_index: Option<Number>,
     pub signal: Option<Signal<'a>>,
+    /// `response.created`: a new response, with indices of its own.
+    pub starts_response: bool,
+    /// The event carries a `response` whose `output` lists the items so far.
+    pub lists_output: bool,
 }
 
 /// The data is not a JSON object of the expected shape: forward it untouched.
@@ -46,6 +62,7 @@ pub struct Unreadable;
 /// not be parsed unless their `sequence_number` must change.
 pub fn may_signal(event_type: &[u8]) -> bool {
     event_type == ITEM_ADDED.as_bytes()
+        || event_type == CREATED.as_bytes()
         || event_type == ITEM_DONE.as_bytes()
         || event_type == ARGUMENTS_DELTA.as_bytes()
         || TERMINAL_TYPES.iter().any(|t| t.as_bytes() == event_type)
@@ -140,15 +157,19 @@ pub fn read<'a>(data: &'a [u8]) -> Result<Reading<'a>, Unreadable> {
     }
     let text = std::str::from_utf8(data).map_err(|_| Unreadable)?;
     let envelope = Envelope::read(text)?;
-    let sequence_number = envelope.sequence_number.and_then(|raw| {
-        let digits = raw.get();
-        let start = digits.as_ptr() as usize - text.as_ptr() as usize;
-        Some(SequenceNumber {
+    let number = |raw: Option<&RawValue>| {
+        let digits = raw?.get();
+        let start = offset_in(text, digits);
+        Some(Number {
             value: plain_u64(digits)?,
             span: start..start + digits.len(),
         })
-    });
+    };
+    let sequence_number = number(envelope.sequence_number);
+    let output_index = number(envelope.output_index);
     let kind = string(envelope.kind).ok().flatten();
+    let starts_response = kind.as_deref() == Some(CREATED);
+    let lists_output = kind.as_deref().is_some_and(|k| LISTS_OUTPUT.contains(&k));
     let signal = match kind.as_deref() {
         Some(t) if TERMINAL_TYPES.contains(&t) => Some(Signal::Terminal),
         Some(t @ (ITEM_ADDED | ITEM_DONE)) => {
@@ -169,8 +190,93 @@ pub fn read<'a>(data: &'a [u8]) -> Result<Reading<'a>, Unreadable> {
     };
     Ok(Reading {
         sequence_number,
+        output_index,
         signal,
+        starts_response,
+        lists_output,
     })
+}
+
+/// Where `part` (a slice of `text`) starts in it.
+fn offset_in(text: &str, part: &str) -> usize {
+    part.as_ptr() as usize - text.as_ptr() as usize
+}
+
+/// A `function_call` item listed in a response's `output`: its `call_id`, and the offset in the
+/// event's data just past the item's JSON.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListedCall<'a> {
+    pub call_id: Cow<'a, str>,
+    pub end: usize,
+}
+
+/// The `function_call` items of the `response.output` array of an event's data, in order;
+/// empty when there is none or the shape is unexpected.
+pub fn listed_calls(data: &[u8]) -> Vec<ListedCall<'_>> {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return Vec::new();
+    };
+    fn member<'a>(json: &'a str, name: &str) -> Option<&'a RawValue> {
+        let mut found = None;
+        members::each(json, |key, value| {
+            if key == name {
+                found = present(value);
+            }
+        })
+        .ok()?;
+        found
+    }
+    let Some(response) = member(text, "response") else {
+        return Vec::new();
+    };
+    let Some(output) = member(response.get(), "output") else {
+        return Vec::new();
+    };
+    let Ok(items) = serde_json::from_str::<Vec<&RawValue>>(output.get()) else {
+        return Vec::new();
+    };
+    items
+        .into_iter()
+        .filter_map(|item| {
+            let fields = ItemFields::read(item.get()).ok()?;
+            let is_call = string(fields.kind).ok()?.as_deref() == Some("function_call");
+            let call_id = string(fields.call_id).ok()??;
+            is_call.then(|| ListedCall {
+                call_id,
+                end: offset_in(text, item.get()) + item.get().len(),
+            })
+        })
+        .collect()
+}
+
+/// The largest top-level-looking `"output_index": N` in an event's data, found without parsing
+/// it (for events forwarded unread). A key inside a nested object counts too: the result is
+/// only ever used as a lower bound for new indices, where too high is harmless.
+pub fn scan_output_index(data: &[u8]) -> Option<u64> {
+    static KEY: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"\"output_index\""));
+    let mut max = None;
+    for at in KEY.find_iter(data) {
+        // Inside a string, the opening quote would be escaped by an odd run of backslashes.
+        let backslashes = data[..at].iter().rev().take_while(|&&b| b == b'\\').count();
+        if backslashes % 2 == 1 {
+            continue;
+        }
+        let rest = &data[at + b"\"output_index\"".len()..];
+        let rest = rest
+            .trim_ascii_start()
+            .strip_prefix(b":")
+            .unwrap_or_default();
+        let rest = rest.trim_ascii_start();
+        let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
+        if let Some(n) = std::str::from_utf8(&rest[..digits])
+            .ok()
+            .and_then(plain_u64)
+        {
+            max = max.max(Some(n));
+        }
+    }
+    max
 }
 
 /// What an output item means for tool calls; nothing when it is not an object or a member that

@@ -42,6 +42,9 @@ pub struct Call {
     /// The `function_call` item's id (the `call_id` when the item had none).
     pub item_id: String,
     pub output_index: Option<u64>,
+    /// The `output_index` of the call's companion item in the client's stream, once the
+    /// rewriter gave it one (profile `openai`).
+    pub companion: Option<u64>,
     pub name: String,
     pub kind: Kind,
     /// The `[[tools]]` rule of the config that classified the call (for its templates), if any.

@@ -164,6 +164,13 @@ impl Tracker {
         }
     }
 
+    /// Records the `output_index` the companion item of open call `call_id` was given.
+    pub fn set_companion(&mut self, call_id: &str, index: u64) {
+        if let Some(i) = self.position(call_id) {
+            self.open[i].companion = Some(index);
+        }
+    }
+
     fn position(&self, call_id: &str) -> Option<usize> {
         self.open.iter().position(|c| c.call_id == call_id)
     }
@@ -199,6 +206,7 @@ impl Tracker {
                 .into_owned(),
             call_id: item.call_id.into_owned(),
             output_index: item.output_index,
+            companion: None,
             name: item.name.into_owned(),
             kind,
             rule,

@@ -19,9 +19,13 @@ use crate::sse::NewEvent;
 /// A client contract for tool lifecycle events.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
 pub enum Profile {
-    /// OpenAI's own hosted-tool events (`response.web_search_call.in_progress`, …). The default.
+    /// OpenAI's own hosted-tool events (`response.web_search_call.in_progress`, …) on a native
+    /// companion item per call. The default.
     #[serde(rename = "openai")]
     OpenAi,
+    /// The same events on the `function_call` item itself, no companion (antwort spec 023).
+    #[serde(rename = "openai-inline")]
+    OpenAiInline,
     /// ToolBlock stages `start` → `streaming` → `running` → `end` (seed 001).
     #[serde(rename = "stages")]
     Stages,
@@ -48,8 +52,9 @@ impl Context<'_> {
 }
 
 impl Profile {
-    pub const ALL: [Profile; 4] = [
+    pub const ALL: [Profile; 5] = [
         Profile::OpenAi,
+        Profile::OpenAiInline,
         Profile::Stages,
         Profile::ToolCall,
         Profile::Tool,
@@ -58,6 +63,7 @@ impl Profile {
     pub fn name(self) -> &'static str {
         match self {
             Profile::OpenAi => "openai",
+            Profile::OpenAiInline => "openai-inline",
             Profile::Stages => "stages",
             Profile::ToolCall => "tool_call",
             Profile::Tool => "tool",
@@ -71,7 +77,8 @@ impl Profile {
     /// Appends the events for `transition` to `out`.
     pub fn render(self, transition: &Transition, context: &Context<'_>, out: &mut Vec<NewEvent>) {
         match self {
-            Profile::OpenAi => openai::render(transition, out),
+            Profile::OpenAi => openai::render(transition, context, out),
+            Profile::OpenAiInline => openai::render_inline(transition, out),
             Profile::Stages => stages::render(transition, context, out),
             Profile::ToolCall => tool_call::render(transition, context, out),
             Profile::Tool => tool::render(transition, context, out),
@@ -82,7 +89,7 @@ impl Profile {
     /// heartbeats going).
     pub fn shows(self, kind: Kind) -> bool {
         match self {
-            Profile::OpenAi => openai::shows(kind),
+            Profile::OpenAi | Profile::OpenAiInline => openai::shows(kind),
             Profile::Stages | Profile::ToolCall | Profile::Tool => kind != Kind::Ignore,
         }
     }
@@ -104,7 +111,19 @@ pub fn parse_list(value: &str, allowed: &[Profile]) -> Result<Vec<Profile>, Stri
     if profiles.is_empty() {
         return Err("no profile named".into());
     }
+    check_combination(&profiles)?;
     Ok(profiles)
+}
+
+/// Profiles that cannot go together on one stream: the two OpenAI shapes would show each call
+/// twice, once on a companion and once on the call item.
+pub fn check_combination(profiles: &[Profile]) -> Result<(), String> {
+    if profiles.contains(&Profile::OpenAi) && profiles.contains(&Profile::OpenAiInline) {
+        return Err(
+            "\"openai\" and \"openai-inline\" are two shapes of the same events: pick one".into(),
+        );
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -122,5 +141,10 @@ mod tests {
         assert!(parse_list("robot", &all).is_err());
         assert!(parse_list("tool", &[Profile::OpenAi]).is_err());
         assert!(parse_list(" , ", &all).is_err());
+        assert!(parse_list("openai,openai-inline", &all).is_err());
+        assert_eq!(
+            parse_list("openai-inline", &all),
+            Ok(vec![Profile::OpenAiInline])
+        );
     }
 }

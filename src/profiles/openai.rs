@@ -1,5 +1,5 @@
-//! Profile `openai` (the default): OpenAI's hosted-tool lifecycle events, as antwort's spec
-//! (seed 000) and PRODUCT.md §2 define them.
+//! Profiles `openai` (the default) and `openai-inline`: OpenAI's hosted-tool lifecycle events,
+//! as antwort's spec (seed 000) and PRODUCT.md §2 define them.
 //!
 //! | kind        | running                          | finished                                   |
 //! |-------------|----------------------------------|--------------------------------------------|
@@ -7,30 +7,91 @@
 //! | web_search  | `web_search_call.in_progress`, `.searching` | `web_search_call.completed` + outcome |
 //! | file_search | `file_search_call.in_progress`, `.searching` | `file_search_call.completed` + outcome |
 //!
-//! Every event carries `item_id`/`output_index` of the `function_call` item itself (an item the
-//! client already has) and `name`; terminal events add `outcome` and `duration_ms`. No event has
-//! a top-level `error` key: openai-python raises `APIError` on one. A call that never reached
-//! `running` had no `in_progress`, so it gets no terminal event either.
+//! `openai` wraps them in a native companion item (`mcp_call`, `web_search_call`,
+//! `file_search_call`, id `tp_` + call id) that is added before them and done after them, so a
+//! client that checks an event's item type (openai-node's helper from 7.6) finds the type it
+//! expects; the rewriter gives the companion its `output_index`. `openai-inline` points the
+//! same events at the `function_call` item itself (antwort spec 023's shape).
+//!
+//! Lifecycle events carry `item_id`, `output_index` and `name`; terminal ones add `outcome` and
+//! `duration_ms`. No event has a top-level `error` key: openai-python raises `APIError` on one.
+//! A call that never reached `running` had no `in_progress`, so it gets no terminal event.
 
-use crate::lifecycle::{Kind, Outcome, Phase, Transition};
+use serde_json::{Value, json};
+
+use super::Context;
+use crate::lifecycle::{Call, Kind, Outcome, Phase, ToolOutput, Transition};
 use crate::sse::NewEvent;
+
+/// The prefix of companion item ids: toolpulse recognizes its own items by it.
+pub const COMPANION_PREFIX: &str = "tp_";
+
+/// `server_label` of an MCP companion whose `[[tools]]` rule names none.
+pub const DEFAULT_SERVER_LABEL: &str = "gateway";
+
+const NO_OUTPUT: &str = "The stream ended before the tool's output arrived.";
 
 pub fn shows(kind: Kind) -> bool {
     matches!(kind, Kind::Mcp | Kind::WebSearch | Kind::FileSearch)
 }
 
-pub fn render(transition: &Transition, out: &mut Vec<NewEvent>) {
+/// The companion item's id for a call.
+pub fn companion_id(call: &Call) -> String {
+    format!("{COMPANION_PREFIX}{}", call.call_id)
+}
+
+/// Profile `openai`: the companion item and its events. Calls the rewriter gave no companion
+/// index (past its limits) are not shown.
+pub fn render(transition: &Transition, context: &Context<'_>, out: &mut Vec<NewEvent>) {
+    let call = &transition.call;
+    let Some(index) = call.companion else { return };
+    if !shows(call.kind) {
+        return;
+    }
+    let id = companion_id(call);
+    let item_event = |event_type, item| {
+        NewEvent::new(event_type)
+            .with("output_index", index)
+            .with("item", item)
+    };
+    let start = out.len();
+    lifecycle(transition, &id, Some(index), out);
+    match &transition.phase {
+        Phase::Running => {
+            let item = companion_item(call, context, &id, None);
+            out.insert(start, item_event("response.output_item.added", item));
+        }
+        Phase::Finished {
+            outcome, output, ..
+        } if out.len() > start => {
+            let item = companion_item(call, context, &id, Some((outcome, output.as_ref())));
+            out.push(item_event("response.output_item.done", item));
+        }
+        _ => {}
+    }
+}
+
+/// Profile `openai-inline`: the events on the `function_call` item itself.
+pub fn render_inline(transition: &Transition, out: &mut Vec<NewEvent>) {
+    let call = &transition.call;
+    lifecycle(transition, &call.item_id, call.output_index, out);
+}
+
+/// The lifecycle events of a transition, naming item `item_id` at `output_index`.
+fn lifecycle(
+    transition: &Transition,
+    item_id: &str,
+    output_index: Option<u64>,
+    out: &mut Vec<NewEvent>,
+) {
     let call = &transition.call;
     let base = |event_type| {
-        let event = NewEvent::new(event_type).with("item_id", call.item_id.as_str());
-        let event = match call.output_index {
-            Some(i) => event.with("output_index", i),
-            None => event,
-        };
-        event.with("name", call.name.as_str())
+        NewEvent::new(event_type)
+            .with("item_id", item_id)
+            .maybe("output_index", output_index)
+            .with("name", call.name.as_str())
     };
     match (&transition.phase, call.kind) {
-        (Phase::Started, _) => {}
         (Phase::Running, Kind::Mcp) => out.push(base("response.mcp_call.in_progress")),
         (Phase::Running, Kind::WebSearch) => out.extend([
             base("response.web_search_call.in_progress"),
@@ -64,12 +125,78 @@ pub fn render(transition: &Transition, out: &mut Vec<NewEvent>) {
     }
 }
 
+/// The companion item: in progress (`end` is `None`) or in its final state.
+fn companion_item(
+    call: &Call,
+    context: &Context<'_>,
+    id: &str,
+    end: Option<(&Outcome, Option<&ToolOutput>)>,
+) -> Value {
+    let status = match end {
+        None => "in_progress",
+        Some((Outcome::Completed, _)) => "completed",
+        Some((Outcome::Failed(_), _)) => "failed",
+    };
+    let args: Value = serde_json::from_str(&call.arguments).unwrap_or(Value::Null);
+    match call.kind {
+        Kind::Mcp => {
+            let sanitizer = &context.config.sanitizer;
+            let label = context
+                .templates(call)
+                .and_then(|t| t.server_label.as_deref())
+                .unwrap_or(DEFAULT_SERVER_LABEL);
+            let mut item = json!({
+                "type": "mcp_call",
+                "id": id,
+                "server_label": label,
+                "name": call.name,
+                "arguments": sanitizer.text_as_string(&call.arguments),
+                "status": status,
+            });
+            let text = end.and_then(|(_, output)| output).map(|o| o.text.as_str());
+            match end {
+                Some((Outcome::Completed, _)) => {
+                    item["output"] = sanitizer.result_text(text.unwrap_or_default()).into();
+                }
+                Some((Outcome::Failed(_), _)) => {
+                    let text = text.map_or(NO_OUTPUT.into(), |t| sanitizer.result_text(t));
+                    item["error"] = json!({
+                        "type": "mcp_tool_execution_error",
+                        "content": [{"type": "text", "text": text}],
+                    });
+                }
+                None => {}
+            }
+            item
+        }
+        Kind::WebSearch => {
+            let mut action = json!({"type": "search"});
+            if let Some(query) = args.get("query").filter(|q| q.is_string()) {
+                action["query"] = context.config.sanitizer.value(query.clone());
+            }
+            json!({"type": "web_search_call", "id": id, "status": status, "action": action})
+        }
+        _ => {
+            let queries = match (args.get("queries"), args.get("query")) {
+                (Some(Value::Array(list)), _) if list.iter().all(Value::is_string) => {
+                    Value::Array(list.clone())
+                }
+                (_, Some(query @ Value::String(_))) => Value::Array(vec![query.clone()]),
+                _ => json!([]),
+            };
+            let queries = context.config.sanitizer.value(queries);
+            json!({"type": "file_search_call", "id": id, "status": status, "queries": queries})
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::time::{Duration, Instant};
 
     use super::*;
-    use crate::lifecycle::{Call, Failure};
+    use crate::config::Config;
+    use crate::lifecycle::Failure;
 
     fn call(kind: Kind, running: bool) -> Call {
         let now = Instant::now();
@@ -77,46 +204,67 @@ mod tests {
             call_id: "call_1".into(),
             item_id: "fc_1".into(),
             output_index: Some(2),
+            companion: Some(3),
             name: "tool".into(),
             kind,
             rule: None,
-            arguments: String::new(),
+            arguments: r#"{"query":"rust sse","api_key":"sk-1"}"#.into(),
             arguments_truncated: false,
             added_at: now,
             running_since: running.then_some(now),
         }
     }
 
-    fn types(kind: Kind, phase: Phase, running: bool) -> Vec<&'static str> {
+    fn events(kind: Kind, phase: Phase, running: bool) -> Vec<NewEvent> {
+        let config = Config::default();
+        let context = Context {
+            config: &config,
+            wall: None,
+        };
         let mut out = Vec::new();
-        render(
-            &Transition {
-                call: call(kind, running),
-                phase,
-            },
-            &mut out,
-        );
-        out.iter().map(|e| e.event_type).collect()
+        let transition = Transition {
+            call: call(kind, running),
+            phase,
+        };
+        render(&transition, &context, &mut out);
+        out
     }
 
-    fn finished(outcome: Outcome) -> Phase {
+    fn types(kind: Kind, phase: Phase, running: bool) -> Vec<&'static str> {
+        events(kind, phase, running)
+            .iter()
+            .map(|e| e.event_type)
+            .collect()
+    }
+
+    fn finished(outcome: Outcome, output: Option<&str>) -> Phase {
         Phase::Finished {
             outcome,
             duration: Duration::from_millis(1500),
-            output: None,
+            output: output.map(|text| ToolOutput {
+                text: text.into(),
+                error: None,
+            }),
         }
+    }
+
+    fn field<'a>(event: &'a NewEvent, key: &str) -> &'a Value {
+        &event.fields.iter().find(|f| f.0 == key).expect(key).1
     }
 
     #[test]
     fn table_of_events() {
         let failed = || Outcome::Failed(Failure::NoOutput);
+        let added = "response.output_item.added";
+        let done = "response.output_item.done";
         assert_eq!(
             types(Kind::Mcp, Phase::Running, true),
-            ["response.mcp_call.in_progress"]
+            [added, "response.mcp_call.in_progress"]
         );
         assert_eq!(
             types(Kind::WebSearch, Phase::Running, true),
             [
+                added,
                 "response.web_search_call.in_progress",
                 "response.web_search_call.searching"
             ]
@@ -124,39 +272,81 @@ mod tests {
         assert_eq!(
             types(Kind::FileSearch, Phase::Running, true),
             [
+                added,
                 "response.file_search_call.in_progress",
                 "response.file_search_call.searching"
             ]
         );
         assert_eq!(
-            types(Kind::Mcp, finished(failed()), true),
-            ["response.mcp_call.failed"]
+            types(Kind::Mcp, finished(failed(), None), true),
+            ["response.mcp_call.failed", done]
         );
         assert_eq!(
-            types(Kind::WebSearch, finished(failed()), true),
-            ["response.web_search_call.completed"]
+            types(Kind::WebSearch, finished(failed(), None), true),
+            ["response.web_search_call.completed", done]
         );
         assert!(types(Kind::Function, Phase::Running, true).is_empty());
         assert!(types(Kind::Mcp, Phase::Started, false).is_empty());
         assert!(
-            types(Kind::Mcp, finished(Outcome::Completed), false).is_empty(),
+            types(Kind::Mcp, finished(Outcome::Completed, None), false).is_empty(),
             "no terminal without in_progress"
         );
     }
 
     #[test]
-    fn fields_of_a_terminal_event() {
+    fn companion_items_in_each_state() {
+        let running = events(Kind::Mcp, Phase::Running, true);
+        let item = field(&running[0], "item");
+        assert_eq!(field(&running[0], "output_index"), 3);
+        assert_eq!(item["id"], "tp_call_1");
+        assert_eq!(item["server_label"], DEFAULT_SERVER_LABEL);
+        assert_eq!(item["status"], "in_progress");
+        let args: Value = serde_json::from_str(item["arguments"].as_str().expect("string"))
+            .expect("arguments stay JSON");
+        assert_eq!(args["api_key"], "[REDACTED]");
+        assert_eq!(field(&running[1], "item_id"), "tp_call_1");
+        assert_eq!(field(&running[1], "output_index"), 3);
+
+        let ok = events(Kind::Mcp, finished(Outcome::Completed, Some("42")), true);
+        assert_eq!(field(&ok[1], "item")["output"], "42");
+        assert_eq!(field(&ok[1], "item")["status"], "completed");
+        let failed = Outcome::Failed(Failure::Pattern(0));
+        let bad = events(Kind::Mcp, finished(failed, Some("boom")), true);
+        let item = field(&bad[1], "item");
+        assert_eq!(item["status"], "failed");
+        assert_eq!(item["error"]["type"], "mcp_tool_execution_error");
+        assert_eq!(item["error"]["content"][0]["text"], "boom");
+        let lost = events(
+            Kind::Mcp,
+            finished(Outcome::Failed(Failure::NoOutput), None),
+            true,
+        );
+        assert_eq!(
+            field(&lost[1], "item")["error"]["content"][0]["text"],
+            NO_OUTPUT
+        );
+
+        let web = events(Kind::WebSearch, Phase::Running, true);
+        assert_eq!(field(&web[0], "item")["action"]["query"], "rust sse");
+        let file = events(Kind::FileSearch, Phase::Running, true);
+        assert_eq!(field(&file[0], "item")["queries"], json!(["rust sse"]));
+    }
+
+    #[test]
+    fn inline_events_name_the_call_item() {
         let mut out = Vec::new();
         let t = Transition {
             call: call(Kind::FileSearch, true),
-            phase: finished(Outcome::Failed(Failure::Error)),
+            phase: finished(Outcome::Failed(Failure::Error), None),
         };
-        render(&t, &mut out);
+        render_inline(&t, &mut out);
         let keys: Vec<_> = out[0].fields.iter().map(|f| f.0).collect();
         assert_eq!(
             keys,
             ["item_id", "output_index", "name", "outcome", "duration_ms"]
         );
+        assert_eq!(out[0].fields[0].1, "fc_1");
+        assert_eq!(out[0].fields[1].1, 2);
         assert_eq!(out[0].fields[3].1, "failed");
         assert_eq!(out[0].fields[4].1, 1500);
     }

@@ -8,7 +8,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use hyper::body::Incoming;
 use hyper_rustls::{HttpsConnector, HttpsConnectorBuilder};
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
@@ -16,9 +15,10 @@ use hyper_util::rt::TokioExecutor;
 use rustls::pki_types::CertificateDer;
 use rustls::pki_types::pem::PemObject;
 
+use super::request_body::RequestBody;
 use crate::config::ProxyConfig;
 
-pub type Upstream = Client<HttpsConnector<HttpConnector>, Incoming>;
+pub type Upstream = Client<HttpsConnector<HttpConnector>, RequestBody>;
 
 /// Idle pooled connections are closed after this long (gateways often close at 60–120 s).
 const POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(60);

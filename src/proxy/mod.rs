@@ -12,6 +12,7 @@ pub mod client;
 pub mod error;
 pub mod headers;
 pub mod log;
+pub mod request_body;
 pub mod server;
 
 use std::net::SocketAddr;
@@ -135,6 +136,16 @@ impl Proxy {
             }
         };
         headers::prepare_request(&mut head, uri, peer, config.proxy.preserve_host);
+        let body = match request_body::prepare(&mut head, body).await {
+            Ok(body) => body,
+            Err(e) => {
+                log.status = 400;
+                log.response = "invalid_request";
+                let message = format!("could not read the request body: {e}");
+                let response = error::invalid_request("unreadable_body", &message);
+                return response.map(|body| body.with_log(log));
+            }
+        };
 
         let started = Instant::now();
         let timeout = config.proxy.header_timeout;

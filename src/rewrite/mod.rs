@@ -3,12 +3,16 @@
 //! `feed(chunk, now)` returns the bytes to send on; `finish(now)` the last ones at upstream EOF.
 //! Time only comes in as `now`, so every case is a plain unit test. Invariants (PRODUCT.md §2):
 //! upstream events go out as their own bytes, in order, changed only in their `sequence_number`
-//! digits when numbers must shift; injected events go out the moment their trigger is complete;
-//! every injected `in_progress` is closed exactly once; events that cannot be read are forwarded
-//! as they are; the output does not depend on how the input was split.
+//! and `output_index` digits when numbers must shift, and in the companion items spliced into a
+//! `response.output` list; injected events go out the moment their trigger is complete; every
+//! injected `in_progress` is closed exactly once; events that cannot be read are forwarded as
+//! they are; the output does not depend on how the input was split.
 
+mod companions;
+pub mod index;
 pub mod number;
 
+use std::ops::Range;
 use std::sync::{Arc, LazyLock};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -16,10 +20,12 @@ use bytes::{Bytes, BytesMut};
 use memchr::memmem;
 
 use crate::config::Config;
-use crate::dialect::responses::{self, SequenceNumber};
+use crate::dialect::responses::{self, Number};
 use crate::lifecycle::{Kind, Phase, Signal, Tracker, Transition};
-use crate::profiles::{Context, Profile};
+use crate::profiles::{Context, Profile, openai};
 use crate::sse::{self, Event, Item, NewEvent, Parser};
+use companions::Companions;
+use index::OutputIndices;
 use number::Numbering;
 
 /// Observations kept for the glue between two `take_observations` calls; more are dropped, so a
@@ -62,6 +68,8 @@ pub struct Stats {
     /// Calls left without a terminal event because the stream ended inside an oversize event,
     /// where nothing can be injected without corrupting it.
     pub unclosed_at_eof: u64,
+    /// Companion items left out of a `response.output` list (over the per-response budget).
+    pub unlisted_companions: u64,
 }
 
 pub struct Rewriter {
@@ -70,10 +78,14 @@ pub struct Rewriter {
     parser: Parser,
     tracker: Tracker,
     numbering: Numbering,
+    indices: OutputIndices,
+    companions: Companions,
     out: BytesMut,
     /// Scratch space reused across events.
     transitions: Vec<Transition>,
     new_events: Vec<NewEvent>,
+    /// Scratch space for the edits of one forwarded event.
+    edits: Vec<(Range<usize>, String)>,
     last_output: Option<Instant>,
     /// Stream resumption: drop output until an event numbered above this has gone out.
     resume_after: Option<u64>,
@@ -104,9 +116,12 @@ impl Rewriter {
             profiles,
             wall_clock: None,
             numbering: Numbering::default(),
+            indices: OutputIndices::default(),
+            companions: Companions::default(),
             out: BytesMut::new(),
             transitions: Vec::new(),
             new_events: Vec::new(),
+            edits: Vec::new(),
             last_output: None,
             resume_after: None,
             in_oversize: false,
@@ -149,7 +164,15 @@ impl Rewriter {
     }
 
     pub fn stats(&self) -> Stats {
-        self.stats
+        Stats {
+            unlisted_companions: self.companions.unlisted,
+            ..self.stats
+        }
+    }
+
+    /// Whether calls get companion items (profile `openai`).
+    fn has_companions(&self) -> bool {
+        self.profiles.contains(&Profile::OpenAi)
     }
 
     /// Injected events and finished calls since the last call.
@@ -253,10 +276,17 @@ impl Rewriter {
         // Numbers are followed while they shift, and while a call is open: its closing events
         // (at a heartbeat, at EOF) take the number after the last one.
         let must_read = self.numbering.is_shifting()
+            || self.indices.is_shifting()
             || !self.tracker.open_calls().is_empty()
             || event.event_type().is_none_or(responses::may_signal);
         if !must_read && self.resume_after.is_none() {
             self.out.extend_from_slice(event.raw());
+            // A companion goes above every index used so far, read or not.
+            if self.has_companions()
+                && let Some(index) = responses::scan_output_index(&data)
+            {
+                self.indices.saw(index);
+            }
             if SEQUENCE_NUMBER.find(&data).is_none() {
                 return;
             }
@@ -274,8 +304,17 @@ impl Rewriter {
             self.stats.unreadable += 1;
             return self.write_unnumbered(event.raw());
         };
-        let sequence_number = reading.sequence_number;
-        match &sequence_number {
+        if reading.starts_response {
+            self.indices.reset();
+            self.companions.reset();
+        }
+        let index = reading.output_index.map(|n| (self.indices.map(n.value), n));
+        let upstream = Upstream {
+            sequence_number: reading.sequence_number,
+            output_index: index,
+            lists_output: reading.lists_output,
+        };
+        match &upstream.sequence_number {
             Some(n) => {
                 self.forget_unread();
                 self.numbering.begin(Some(n.value));
@@ -283,15 +322,15 @@ impl Rewriter {
             None => self.begin_unnumbered(),
         }
         let Some(signal) = reading.signal else {
-            return self.forward(event, sequence_number);
+            return self.forward(event, &data, upstream);
         };
         let before = signal.injects_before();
         self.track(signal, now);
         if before {
             self.inject(now);
-            self.forward(event, sequence_number);
+            self.forward(event, &data, upstream);
         } else {
-            self.forward(event, sequence_number);
+            self.forward(event, &data, upstream);
             self.inject(now);
         }
     }
@@ -326,27 +365,64 @@ impl Rewriter {
         );
     }
 
-    /// Writes the upstream event, with its number rewritten in place if it changed.
-    fn forward(&mut self, event: &Event, upstream: Option<SequenceNumber>) {
+    /// Writes the upstream event, with its numbers rewritten in place where they changed and
+    /// the companions spliced into the `response.output` it lists.
+    fn forward(&mut self, event: &Event, data: &[u8], upstream: Upstream) {
         let raw = event.raw();
         let renumbered = self.numbering.forward();
         if !self.passes(renumbered) {
             return;
         }
-        let (Some(seq), Some(new)) = (upstream, renumbered) else {
-            return self.out.extend_from_slice(raw);
-        };
-        let start = event.raw_offset_of_data(seq.span.start);
-        let last = event.raw_offset_of_data(seq.span.end - 1);
-        match (start, last) {
-            (Some(start), Some(last)) if new != seq.value && last + 1 - start == seq.span.len() => {
-                self.stats.renumbered += 1;
-                self.out.extend_from_slice(&raw[..start]);
-                self.out
-                    .extend_from_slice(itoa::Buffer::new().format(new).as_bytes());
-                self.out.extend_from_slice(&raw[last + 1..]);
+        let mut edits = std::mem::take(&mut self.edits);
+        if upstream.lists_output && !self.companions.is_empty() {
+            self.companions.insertions(data, &mut edits);
+        }
+        let mut digits = |number: Option<Number>, new: Option<u64>| {
+            if let (Some(old), Some(new)) = (number, new)
+                && new != old.value
+            {
+                edits.push((old.span, itoa::Buffer::new().format(new).to_string()));
             }
-            _ => self.out.extend_from_slice(raw),
+        };
+        digits(upstream.sequence_number, renumbered);
+        let (index, number) = upstream.output_index.unzip();
+        digits(number, index);
+        if edits.is_empty() {
+            self.out.extend_from_slice(raw);
+        } else {
+            edits.sort_by_key(|e| e.0.start);
+            self.stats.renumbered += 1;
+            splice(event, &edits, &mut self.out);
+        }
+        edits.clear();
+        self.edits = edits;
+    }
+
+    /// Gives a call that starts running its companion's index (profile `openai`), unless its
+    /// call id already had one in this response or the limits are reached.
+    fn open_companion(&mut self, transition: &mut Transition) {
+        let call = &mut transition.call;
+        if transition.phase != Phase::Running
+            || call.companion.is_some()
+            || !openai::shows(call.kind)
+            || !self.has_companions()
+            || self.companions.contains(&call.call_id)
+        {
+            return;
+        }
+        if let Some(index) = self.indices.open_companion() {
+            call.companion = Some(index);
+            self.tracker.set_companion(&call.call_id, index);
+        }
+    }
+
+    /// Keeps the companion's state from the `item` of the events just rendered for it.
+    fn keep_companion(&mut self, transition: &Transition, from: usize) {
+        for event in &self.new_events[from..] {
+            if let Some((_, item)) = event.fields.iter().find(|f| f.0 == "item") {
+                self.companions
+                    .set(&transition.call.call_id, item.to_string());
+            }
         }
     }
 
@@ -362,9 +438,14 @@ impl Rewriter {
             wall,
         };
         let mut transitions = std::mem::take(&mut self.transitions);
-        for transition in transitions.drain(..) {
-            for profile in &self.profiles {
+        for mut transition in transitions.drain(..) {
+            self.open_companion(&mut transition);
+            for i in 0..self.profiles.len() {
+                let (profile, from) = (self.profiles[i], self.new_events.len());
                 profile.render(&transition, &context, &mut self.new_events);
+                if profile == Profile::OpenAi {
+                    self.keep_companion(&transition, from);
+                }
             }
             if let Phase::Finished {
                 outcome, duration, ..
@@ -407,6 +488,42 @@ impl Rewriter {
         self.tracker.finish(now, &mut self.transitions);
         self.inject(now);
     }
+}
+
+/// What an upstream event's numbers are, and whether it lists the response's output.
+struct Upstream {
+    sequence_number: Option<Number>,
+    /// The client's index and the upstream's.
+    output_index: Option<(u64, Number)>,
+    lists_output: bool,
+}
+
+/// Writes `event`'s raw bytes with `edits` applied: each `(range of the data, text)` replaces
+/// that range (an empty range inserts), in order. If an edited range does not lie contiguous
+/// in the raw event (a number split across `data:` lines), the event goes out as it is.
+fn splice(event: &Event, edits: &[(Range<usize>, String)], out: &mut BytesMut) {
+    let raw = event.raw();
+    let mut from = 0;
+    let start_len = out.len();
+    for (range, text) in edits {
+        let start = event.raw_offset_of_data(range.start);
+        let end = match range.end.checked_sub(1).filter(|_| !range.is_empty()) {
+            Some(last) => event.raw_offset_of_data(last).map(|l| l + 1),
+            None => start,
+        };
+        match (start, end) {
+            (Some(start), Some(end)) if end - start == range.len() && start >= from => {
+                out.extend_from_slice(&raw[from..start]);
+                out.extend_from_slice(text.as_bytes());
+                from = end;
+            }
+            _ => {
+                out.truncate(start_len);
+                return out.extend_from_slice(raw);
+            }
+        }
+    }
+    out.extend_from_slice(&raw[from..]);
 }
 
 #[cfg(test)]

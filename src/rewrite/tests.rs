@@ -51,16 +51,21 @@ fn duration_is_measured_from_running_to_output() {
         out.starts_with("event: response.web_search_call.completed\n"),
         "{out}"
     );
-    assert!(out.contains(r#""sequence_number":5,"#), "{out}");
+    assert!(out.contains(r#""sequence_number":6,"#), "{out}");
     assert!(
         out.contains(r#""outcome":"completed","duration_ms":1250}"#),
         "{out}"
     );
+    let done = event_of(out, "response.output_item.done").expect("companion done");
     assert!(
-        out.contains(r#""sequence_number":6,"output_index":1"#),
-        "renumbered: {out}"
+        done.contains(r#""sequence_number":7,"output_index":1,"#),
+        "{done}"
     );
-    assert_eq!(r.stats().injected, 3);
+    assert!(
+        out.contains(r#""sequence_number":8,"output_index":2"#),
+        "renumbered and shifted past the companion: {out}"
+    );
+    assert_eq!(r.stats().injected, 5);
     assert_eq!(r.stats().renumbered, 1);
 }
 
@@ -162,8 +167,8 @@ fn resumption_sends_exactly_what_the_client_missed() {
     let full = rewriter(0).feed(&input, t0);
     let full = text(&full);
     let blocks: Vec<&str> = full.split_inclusive("\n\n").collect();
-    assert_eq!(blocks.len(), 7, "4 upstream + 3 injected");
-    for n in 0..7u64 {
+    assert_eq!(blocks.len(), 9, "4 upstream + 5 injected");
+    for n in 0..9u64 {
         let resumed = rewriter(0).resume_after(n).feed(&input, t0);
         let expected: String = blocks[n as usize + 1..].concat();
         assert_eq!(text(&resumed), expected, "starting_after={n}");
@@ -215,7 +220,7 @@ fn an_unnumbered_call_after_unread_events_takes_the_next_number() {
         let input = [ev(created), ev(&done), tail, ev(&added), ev(&args_done)].concat();
         let text = whole_stream(&mut r, &input, t0);
         assert!(
-            event_of(&text, "web_search_call.in_progress")
+            event_of(&text, r#""id":"tp_c1""#)
                 .is_some_and(|e| e.contains(r#""sequence_number":2,"#)),
             "text of {text_len}: {text}"
         );

@@ -3,21 +3,33 @@
 //! serde_json values), so tests and fuzz targets can use it as an oracle:
 //!
 //! 1. dense renumbering: numbers in the output are consecutive wherever the input's were, and an
-//!    upstream event differs from its input bytes only in its `sequence_number` digits (an event
-//!    over `max_event_bytes` is forwarded unread, so density resumes at the next upstream event
-//!    read after it, as the README says);
+//!    upstream event differs from its input bytes only in its `sequence_number` and
+//!    `output_index` digits and the companions spliced into a `response.output` it lists (an
+//!    event over `max_event_bytes` is forwarded unread, so density resumes at the next upstream
+//!    event read after it, as the README says);
 //! 2. exactly once: every injected opening event (`in_progress`, stage `start`, `tool_call_start`,
-//!    `tool_start`) is closed by exactly one terminal event of its profile, after it;
+//!    `tool_start`) is closed by exactly one terminal event of its profile, after it; every
+//!    companion item is added once and done once, after its terminal event;
 //! 3. untouched when nothing to do: no injected event means output == input;
 //! 4. lose nothing: every input event appears in the output, in order; so does an unterminated
-//!    tail. Injected events have the documented shape (no top-level `error`, the call's own
-//!    `item_id`, which the client has already seen).
+//!    tail. Injected events have the documented shape (no top-level `error`, an `item_id` the
+//!    client has already seen: a companion at its own `output_index`, or the call item itself);
+//! 5. indices: within a response, an upstream item keeps one `output_index` on all its events,
+//!    items keep their order, no index is shared, and a companion's is above all used before it.
 
-use std::collections::HashSet;
+mod calls;
+mod indices;
+mod numbers;
+mod upstream;
 
 use serde_json::{Map, Value};
 
 use crate::sse::{Event, Item, Parser};
+use calls::Calls;
+use numbers::Numbers;
+
+/// The id prefix of companion items.
+const COMPANION_PREFIX: &str = crate::profiles::openai::COMPANION_PREFIX;
 
 const IN_PROGRESS: &[&str] = &[
     "response.mcp_call.in_progress",
@@ -28,6 +40,7 @@ const SEARCHING: &[&str] = &[
     "response.web_search_call.searching",
     "response.file_search_call.searching",
 ];
+const ITEM_EVENTS: &[&str] = &["response.output_item.added", "response.output_item.done"];
 const TERMINAL: &[&str] = &[
     "response.mcp_call.completed",
     "response.mcp_call.failed",
@@ -59,13 +72,19 @@ pub fn check(input: &[u8], output: &[u8], max_event_bytes: usize) -> Result<Repo
     let mut next = 0;
     for (k, out) in outputs.iter().enumerate() {
         if let Some(inp) = inputs.get(next)
-            && let Some(renumbered) = same_but_number(inp, out)?
+            && let Some(renumbered) =
+                upstream::matches(inp, out).map_err(|e| format!("output event {k}: {e}"))?
         {
             next += 1;
             report.upstream_events += 1;
             report.renumbered += usize::from(renumbered);
-            calls.see_upstream(out);
-            if out.raw().len() > max_event_bytes {
+            let read = inp.raw().len() <= max_event_bytes;
+            if let Some(json) = json_of(out) {
+                calls
+                    .see_upstream(json_of(inp).as_ref(), &json, read)
+                    .map_err(|e| format!("output event {k}: {e}"))?;
+            }
+            if !read {
                 // Forwarded raw without being read: its number could not be shifted, so
                 // density can only be asked of what follows it.
                 numbers.restart();
@@ -104,6 +123,9 @@ pub fn check(input: &[u8], output: &[u8], max_event_bytes: usize) -> Result<Repo
     if !calls.open.is_empty() && !ends_inside_oversize {
         return Err(format!("calls never closed: {:?}", calls.open));
     }
+    if !calls.unfinished().is_empty() && !ends_inside_oversize {
+        return Err(format!("companions never done: {:?}", calls.unfinished()));
+    }
     if report.injected_events + report.heartbeats == 0 && input != output {
         return Err("nothing was injected, yet the output differs from the input".into());
     }
@@ -134,41 +156,8 @@ fn number_of(json: &Map<String, Value>) -> Option<u64> {
     json.get("sequence_number").and_then(Value::as_u64)
 }
 
-/// `Some(renumbered?)` when `out` is `inp`, possibly with another `sequence_number`.
-fn same_but_number(inp: &Event, out: &Event) -> Result<Option<bool>, String> {
-    if inp.raw() == out.raw() {
-        return Ok(Some(false));
-    }
-    let (Some(mut a), Some(mut b)) = (json_of(inp), json_of(out)) else {
-        return Ok(None);
-    };
-    let (Some(na), Some(nb)) = (number_of(&a), number_of(&b)) else {
-        return Ok(None);
-    };
-    a.remove("sequence_number");
-    b.remove("sequence_number");
-    if a != b {
-        return Ok(None);
-    }
-    if na == nb {
-        return Err(format!(
-            "event numbered {na} kept its number but not its bytes"
-        ));
-    }
-    // Only the digits may differ: the bytes around them must be the input's.
-    let (x, y) = (&inp.raw()[..], &out.raw()[..]);
-    let prefix = x.iter().zip(y).take_while(|(p, q)| p == q).count();
-    let suffix = x[prefix..]
-        .iter()
-        .rev()
-        .zip(y[prefix..].iter().rev())
-        .take_while(|(p, q)| p == q)
-        .count();
-    let digits = |s: &[u8]| s.iter().all(u8::is_ascii_digit);
-    if !digits(&x[prefix..x.len() - suffix]) || !digits(&y[prefix..y.len() - suffix]) {
-        return Err(format!("event numbered {na} changed beyond its number"));
-    }
-    Ok(Some(true))
+fn index_of(json: &Map<String, Value>) -> Option<u64> {
+    json.get("output_index").and_then(Value::as_u64)
 }
 
 /// The payload profiles' event types (`stages`, `tool_call`, `tool`).
@@ -193,7 +182,7 @@ fn injected_json(event: &Event) -> Result<Map<String, Value>, String> {
     {
         return Err("`type` differs from the event line".into());
     }
-    let openai = [IN_PROGRESS, SEARCHING, TERMINAL];
+    let openai = [IN_PROGRESS, SEARCHING, TERMINAL, ITEM_EVENTS];
     if openai.iter().any(|set| set.contains(&kind)) {
         check_openai(event, kind, &json)?;
     } else if PAYLOAD_TYPES.contains(&kind) {
@@ -214,6 +203,9 @@ fn check_openai(event: &Event, kind: &str, json: &Map<String, Value>) -> Result<
     if json.contains_key("error") {
         return Err("a top-level `error` key".into());
     }
+    if ITEM_EVENTS.contains(&kind) {
+        return Ok(());
+    }
     for key in ["item_id", "name"] {
         if !json.get(key).is_some_and(Value::is_string) {
             return Err(format!("`{key}` missing or not a string"));
@@ -233,14 +225,17 @@ fn check_openai(event: &Event, kind: &str, json: &Map<String, Value>) -> Result<
 
 /// Where an injected event stands in its call's life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Step {
+pub(crate) enum Step {
     Open,
     Middle,
     Close,
 }
 
 /// An injected event's (profile family, call id, step).
-fn lifecycle_step(kind: &str, json: &Map<String, Value>) -> Result<(String, String, Step), String> {
+pub(crate) fn lifecycle_step(
+    kind: &str,
+    json: &Map<String, Value>,
+) -> Result<(String, String, Step), String> {
     let text = |key: &str| {
         json.get(key)
             .and_then(Value::as_str)
@@ -282,163 +277,6 @@ fn lifecycle_step(kind: &str, json: &Map<String, Value>) -> Result<(String, Stri
             )
         }
     })
-}
-
-/// The state of every call the output has announced, per profile family.
-#[derive(Default)]
-struct Calls {
-    /// Item ids and call ids of `function_call` items the client has seen.
-    known_items: HashSet<String>,
-    open: HashSet<(String, String)>,
-    closed: HashSet<(String, String)>,
-}
-
-impl Calls {
-    fn see_upstream(&mut self, event: &Event) {
-        let Some(json) = json_of(event) else { return };
-        let item = json.get("item");
-        if item.and_then(|i| i.get("type")).and_then(Value::as_str) == Some("function_call") {
-            for key in ["id", "call_id"] {
-                if let Some(id) = item.and_then(|i| i.get(key)).and_then(Value::as_str) {
-                    self.known_items.insert(id.to_string());
-                }
-            }
-        }
-    }
-
-    fn see_injected(&mut self, json: &Map<String, Value>) -> Result<(), String> {
-        let kind = json["type"].as_str().unwrap_or_default();
-        let (family, id, step) = lifecycle_step(kind, json)?;
-        if !self.known_items.contains(&id) {
-            return Err(format!(
-                "{kind} for call {id:?}, which the client has not seen"
-            ));
-        }
-        let key = (family, id);
-        if step != Step::Open && self.closed.contains(&key) {
-            return Err(format!("{kind} for call {:?} after it was closed", key.1));
-        }
-        match step {
-            Step::Open if !self.open.insert(key.clone()) => {
-                Err(format!("a second opening event for call {:?}", key.1))
-            }
-            // An id seen again after its call was closed starts a new call.
-            Step::Open => {
-                self.closed.remove(&key);
-                Ok(())
-            }
-            _ if !self.open.contains(&key) => Err(format!(
-                "{kind} for call {:?} without its opening event",
-                key.1
-            )),
-            Step::Middle => Ok(()),
-            Step::Close => {
-                self.open.remove(&key);
-                self.closed.insert(key);
-                Ok(())
-            }
-        }
-    }
-}
-
-/// Numbering across the output: consecutive where the input was.
-struct Numbers {
-    input_dense: bool,
-    last_in: Option<u64>,
-    last_out: Option<u64>,
-    /// Injected events went back in number: they were injected before an upstream event that
-    /// starts a new run (another response on the same connection), which must come next.
-    awaiting_new_run: bool,
-    /// An event over the size limit went by unread: its number is unknown, so numbering is
-    /// dense again only from the next upstream event read (injected ones may leave a gap).
-    after_unread: bool,
-}
-
-impl Numbers {
-    fn new(inputs: &[Event]) -> Self {
-        let numbers: Vec<u64> = inputs
-            .iter()
-            .filter_map(|e| json_of(e).as_ref().and_then(number_of))
-            .collect();
-        let starts_numbered = inputs
-            .first()
-            .and_then(json_of)
-            .is_some_and(|j| number_of(&j).is_some());
-        let input_dense =
-            starts_numbered && numbers.windows(2).all(|w| w[1] == w[0] + 1 || w[1] <= w[0]);
-        Numbers {
-            input_dense,
-            last_in: None,
-            last_out: None,
-            awaiting_new_run: false,
-            after_unread: false,
-        }
-    }
-
-    fn upstream(&mut self, inp: &Event, out: &Event) -> Result<(), String> {
-        let (Some(n_in), Some(n_out)) = (
-            json_of(inp).as_ref().and_then(number_of),
-            json_of(out).as_ref().and_then(number_of),
-        ) else {
-            return Ok(());
-        };
-        let new_run = self.last_in.is_some_and(|prev| n_in <= prev);
-        self.last_in = Some(n_in);
-        if std::mem::take(&mut self.after_unread) {
-            self.awaiting_new_run = false;
-            self.last_out = Some(n_out);
-            return Ok(());
-        }
-        if std::mem::take(&mut self.awaiting_new_run) {
-            if !new_run {
-                return Err(format!(
-                    "injected numbers went back to {:?}, but upstream {n_in} starts no new run",
-                    self.last_out
-                ));
-            }
-            // The events injected before it opened the run: it follows them.
-            return self.next(n_out);
-        }
-        if new_run {
-            self.last_out = Some(n_out);
-            return Ok(());
-        }
-        self.next(n_out)
-    }
-
-    fn restart(&mut self) {
-        self.last_out = None;
-        self.after_unread = true;
-    }
-
-    fn injected(&mut self, json: &Map<String, Value>) -> Result<(), String> {
-        match number_of(json) {
-            Some(_) if self.after_unread => Ok(()),
-            Some(n) if self.last_out.is_some_and(|prev| n <= prev) && !self.awaiting_new_run => {
-                self.awaiting_new_run = true;
-                self.last_out = Some(n);
-                Ok(())
-            }
-            Some(n) => self.next(n),
-            None if self.input_dense => Err("injected event without a number".into()),
-            None => Ok(()),
-        }
-    }
-
-    fn next(&mut self, n: u64) -> Result<(), String> {
-        if let Some(prev) = self.last_out {
-            if self.input_dense && n != prev + 1 {
-                return Err(format!("sequence_number {n} follows {prev}: not dense"));
-            }
-            if n <= prev {
-                return Err(format!(
-                    "sequence_number {n} follows {prev}: not increasing"
-                ));
-            }
-        }
-        self.last_out = Some(n);
-        Ok(())
-    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,124 @@
+//! Request bodies on their way to the gateway. Every body streams through untouched, except a
+//! `POST …/responses` body, which is read (up to [`MAX_READ_BODY_BYTES`]) so that the companion
+//! items a client replays can be removed ([`crate::dialect::request::strip_companions`]). A
+//! body over the limit goes on unchanged: what was read first, then the rest as it streams.
+
+use std::collections::VecDeque;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use bytes::{Bytes, BytesMut};
+use http::request::Parts;
+use http::{HeaderValue, Method, header};
+use http_body::{Body, Frame, SizeHint};
+use http_body_util::BodyExt;
+use hyper::body::Incoming;
+
+use crate::dialect::request::strip_companions;
+
+/// The largest request body read whole to remove companions from it.
+pub const MAX_READ_BODY_BYTES: usize = 4 << 20;
+
+/// A request body for the upstream: streamed, or (partly) read first.
+pub enum RequestBody {
+    Streamed(Incoming),
+    Read {
+        frames: VecDeque<Frame<Bytes>>,
+        rest: Option<Incoming>,
+    },
+}
+
+/// Whether the request's body is read for companions.
+pub fn is_responses_create(head: &Parts) -> bool {
+    head.method == Method::POST && head.uri.path().ends_with("/responses")
+}
+
+/// Reads a `POST …/responses` body and removes the companions in its `input`, fixing
+/// `Content-Length`. Other bodies, and any body over the limit, go on as they are.
+pub async fn prepare(head: &mut Parts, body: Incoming) -> Result<RequestBody, hyper::Error> {
+    if !is_responses_create(head) {
+        return Ok(RequestBody::Streamed(body));
+    }
+    let mut body = body;
+    let mut frames = VecDeque::new();
+    let mut read = 0;
+    while let Some(frame) = body.frame().await {
+        let frame = frame?;
+        read += frame.data_ref().map_or(0, Bytes::len);
+        frames.push_back(frame);
+        if read > MAX_READ_BODY_BYTES {
+            tracing::info!(
+                limit = MAX_READ_BODY_BYTES,
+                "request body over the read limit: forwarded without removing companion items"
+            );
+            let rest = Some(body);
+            return Ok(RequestBody::Read { frames, rest });
+        }
+    }
+    if frames.iter().all(Frame::is_data) {
+        let mut whole = BytesMut::with_capacity(read);
+        for frame in &frames {
+            whole.extend_from_slice(frame.data_ref().map_or(&[][..], |d| &d[..]));
+        }
+        if let Some(stripped) = strip_companions(&whole) {
+            tracing::debug!(
+                removed_bytes = whole.len() - stripped.len(),
+                "removed companion items from the request's input"
+            );
+            head.headers
+                .insert(header::CONTENT_LENGTH, HeaderValue::from(stripped.len()));
+            frames = VecDeque::from([Frame::data(Bytes::from(stripped))]);
+        }
+    }
+    Ok(RequestBody::Read { frames, rest: None })
+}
+
+impl Body for RequestBody {
+    type Data = Bytes;
+    type Error = hyper::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, hyper::Error>>> {
+        match self.get_mut() {
+            RequestBody::Streamed(body) => Pin::new(body).poll_frame(cx),
+            RequestBody::Read { frames, rest } => match (frames.pop_front(), rest) {
+                (Some(frame), _) => Poll::Ready(Some(Ok(frame))),
+                (None, Some(body)) => Pin::new(body).poll_frame(cx),
+                (None, None) => Poll::Ready(None),
+            },
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        match self {
+            RequestBody::Streamed(body) => body.is_end_stream(),
+            RequestBody::Read { frames, rest } => {
+                frames.is_empty() && rest.as_ref().is_none_or(Body::is_end_stream)
+            }
+        }
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        match self {
+            RequestBody::Streamed(body) => body.size_hint(),
+            RequestBody::Read { frames, rest } => {
+                let read: usize = frames
+                    .iter()
+                    .filter_map(|f| f.data_ref())
+                    .map(Bytes::len)
+                    .sum();
+                let rest = rest
+                    .as_ref()
+                    .map_or(SizeHint::with_exact(0), Body::size_hint);
+                let mut hint = SizeHint::new();
+                hint.set_lower(rest.lower() + read as u64);
+                if let Some(upper) = rest.upper() {
+                    hint.set_upper(upper + read as u64);
+                }
+                hint
+            }
+        }
+    }
+}
