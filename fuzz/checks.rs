@@ -277,12 +277,22 @@ fn configs() -> &'static [Vec<Setup>] {
     CONFIGS.get_or_init(|| {
         let fuzz = Config::from_toml_str(FUZZ_TOML).expect("FUZZ_TOML is valid");
         let mut payload = fuzz.clone();
-        payload.events.profiles = vec![Profile::Stages, Profile::ToolCall, Profile::Tool];
+        // The payload profiles with the inline OpenAI shape; every profile with companions.
+        payload.events.profiles = vec![
+            Profile::OpenAiInline,
+            Profile::Stages,
+            Profile::ToolCall,
+            Profile::Tool,
+        ];
+        let all: Vec<Profile> = Profile::ALL
+            .into_iter()
+            .filter(|p| *p != Profile::OpenAiInline)
+            .collect();
         payload.limits.max_open_calls = 2;
         let bases = [
             (Config::default(), None),
             (fuzz.clone(), None),
-            (fuzz, Some(Profile::ALL.to_vec())),
+            (fuzz, Some(all)),
             (payload, None),
         ];
         bases
@@ -331,12 +341,12 @@ const NAMES: &[&str] = &[
 /// | 4 | `output_item.done` of the `function_call` item (name byte) |
 /// | 5 | `output_item.added` of a `function_call_output` (param: call, and its text/shape) |
 /// | 6 | `output_item.done` of a `function_call_output` |
-/// | 7 | terminal: `response.completed/failed/incomplete`, antwort's nested `error` |
+/// | 7 | terminal: `response.completed` (listing calls 0..=param%4), `failed`/`incomplete`, antwort's nested `error` |
 /// | 8 | `data: [DONE]` |
 /// | 9 | a comment |
 /// | 10 | garbage: non-JSON, invalid UTF-8, empty data, id/retry only, no data, unknown type |
 /// | 11 | a native hosted item (`mcp_call`, `web_search_call`), added or done |
-/// | 12 | numbering: next event unnumbered, a gap, a new run from 0, numbers on/off |
+/// | 12 | numbering: next event unnumbered, a gap, a new response (`response.created` from 0), numbers on/off |
 /// | 13 | framing: LF / CRLF / CR, `event:` lines on/off, next `event:` line lies |
 /// | 14 | a big text delta (`param` × 97 bytes), over the small limits |
 /// | 15 | the next event's data is split over two `data:` lines (param: before which key) |
@@ -413,7 +423,21 @@ pub fn render(ops: &[u8], flags: u8) -> Vec<u8> {
                 r.event(kind, &rest);
             }
             7 => match p % 4 {
-                0 => r.event("response.completed", r#","response":{"id":"resp_1"}"#),
+                // Lists the function_call items 0..=c (and a message) in its output.
+                0 => {
+                    let calls: Vec<String> = (0..=c)
+                        .map(|k| {
+                            format!(
+                                r#"{{"id":"fc_{k}","type":"function_call","status":"completed","name":"web_search","call_id":"call_{k}","arguments":"{{}}"}}"#
+                            )
+                        })
+                        .collect();
+                    let rest = format!(
+                        r#","response":{{"id":"resp_1","output":[{},{{"type":"message","id":"msg_1"}}]}}"#,
+                        calls.join(",")
+                    );
+                    r.event("response.completed", &rest)
+                }
                 1 => r.event("response.failed", r#","response":{"id":"resp_1"}"#),
                 2 => r.event("response.incomplete", r#","response":{"id":"resp_1"}"#),
                 _ => r.event(
@@ -448,7 +472,11 @@ pub fn render(ops: &[u8], flags: u8) -> Vec<u8> {
             12 => match p % 4 {
                 0 => r.skip_number = true,
                 1 => r.seq += 1 + p as u64,
-                2 => r.seq = 0,
+                // Another response on the same connection.
+                2 => {
+                    r.seq = 0;
+                    r.event("response.created", r#","response":{"id":"resp_2","output":[]}"#);
+                }
                 _ => r.numbered = !r.numbered,
             },
             13 => match p % 4 {
