@@ -127,7 +127,7 @@ test('the demo page shows tool progress from toolpulse events', { timeout: 120_0
     const answer = await page.textContent('#answer');
     assert.ok(answer.endsWith(FINAL_TEXT), `final text: ${answer}`);
     assert.equal(await page.getAttribute('#answer', 'aria-busy'), 'false');
-    assert.match(await page.textContent('#status'), /^Done in .* through toolpulse: \d+ events, 10 injected/);
+    assert.match(await page.textContent('#status'), /^Done in .* through toolpulse: \d+ events, 18 injected/);
 
     await page.evaluate(() => document.activeElement?.blur());
     await page.screenshot({ path: SCREENSHOT, fullPage: true });

@@ -3,21 +3,32 @@
 
 It answers `POST /v1/responses` the way an agent gateway such as antwort does: the model
 calls tools (`function_call` items), the gateway runs each one (a pause), appends its result
-(`function_call_output` item) and streams the final message. Unlike antwort, `output_index`
-is 0-based and dense, because the SDK helpers' accumulators index their output by it.
+(`function_call_output` item) and streams the final message. By default `output_index` is
+0-based and dense, as OpenAI's; `?base=1` starts it at 1, as antwort does.
 
 Every event is an `event: <type>` line plus one `data:` line, numbered 0, 1, 2, … and
 written as its own HTTP/1.1 chunk, flushed at once (real streaming, so a proxy has to
 forward it in real time for a client to see it in real time).
 
 The request's `model` picks the scenario:
-  anything else        the agentic stream: web_search, file_search, two parallel MCP calls
-                       (github_search_issues, and github_broken whose output is
-                       "no executor found for tool github_broken"), then a message
-  "toolpulse-plain"    a message only, no tool at all
+  anything else          the agentic stream: web_search, file_search, two parallel MCP calls
+                         (github_search_issues, and github_broken whose output is
+                         "no executor found for tool github_broken"), then a message
+  "toolpulse-plain"      a message only, no tool at all
+  "toolpulse-parallel"   two calls of one turn interleaved: both function_call items are added
+                         before either is done (github_search_issues at 0, web_search at 1),
+                         the outputs come back in the other order, then a message
+  "toolpulse-failures"   a web_search whose output is "search failed: …", a file_search with a
+                         `queries` list, github_broken, and a github_search_issues call that
+                         never gets an output before the message and `response.completed`
 A request with `"stream": false` (or none) gets the final Response object as JSON.
 The query parameter `?done=1` appends `data: [DONE]` after the terminal event (antwort does,
-OpenAI does not) and `?tool_ms=N` sets the tool pause (default 250 ms).
+OpenAI does not), `?base=1` makes `output_index` 1-based (antwort's) and `?tool_ms=N` sets
+the tool pause (default 250 ms).
+
+Every `POST` is recorded (path, query, body, the `x-e2e-tag` header); `GET /_requests` answers
+them as a JSON list, `GET /_requests?tag=T` only those whose `x-e2e-tag` header was T. So a test
+can see what a proxy in front of the gateway forwarded.
 
 Usage: gateway.py [--port 0]   prints `gateway listening on http://127.0.0.1:PORT` on stdout.
 """
@@ -27,6 +38,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
@@ -34,6 +46,9 @@ from urllib.parse import parse_qs, urlsplit
 RESPONSE_ID = "resp_toolpulse_e2e_0001"
 MODEL = "gpt-toolpulse-e2e"
 PLAIN_MODEL = "toolpulse-plain"
+PARALLEL_MODEL = "toolpulse-parallel"
+FAILURES_MODEL = "toolpulse-failures"
+TAG_HEADER = "x-e2e-tag"
 DEFAULT_TOOL_MS = 250
 
 # The MCP failure text antwort writes when no executor handles a tool.
@@ -44,6 +59,9 @@ FINAL_TEXT = (
     "lifecycle events, and the web agrees: show progress while tools run."
 )
 PLAIN_TEXT = "Hello! No tools were needed for this one."
+PARALLEL_TEXT = "Issue #42 and the web both say: show progress while tools run."
+FAILURES_TEXT = "The web search failed and one tool never answered; here is what I have."
+SEARCH_FAILED_OUTPUT = "search failed: upstream timeout"
 
 
 def _function_tool(name: str, description: str, properties: dict) -> dict:
@@ -81,6 +99,10 @@ CALLS = {
     "gh": ("call_gh_1", "github_search_issues", '{"repo":"acme/agent","query":"stream stalls"}',
            '[{"number":42,"title":"Stream stalls during tool calls"},{"number":57,"title":"No progress shown"}]'),
     "broken": ("call_gb_1", "github_broken", '{"id":"7"}', BROKEN_OUTPUT),
+    "web_fail": ("call_web_2", "web_search", '{"query":"flaky upstream"}', SEARCH_FAILED_OUTPUT),
+    "file_multi": ("call_file_2", "file_search", '{"queries":["retry policy","backoff"]}',
+                   '[{"file_id":"file_2","filename":"retries.md","score":0.71}]'),
+    "gh_open": ("call_gh_2", "github_search_issues", '{"repo":"acme/agent","query":"timeouts"}', None),
 }
 
 
@@ -132,10 +154,11 @@ USAGE = {
 class Script:
     """Builds one stream: a list of (pause_before_seconds, event dict), numbered as it goes."""
 
-    def __init__(self, tool_seconds: float) -> None:
+    def __init__(self, tool_seconds: float, base: int = 0) -> None:
         self.steps: list[tuple[float, dict]] = []
-        self.output: list[dict] = []  # final items, by output_index
+        self.output: list[dict] = []  # final items, in output_index order
         self.tool_seconds = tool_seconds
+        self.base = base  # the first output_index: 0 (OpenAI) or 1 (antwort)
         self.created_at = int(time.time())
 
     def emit(self, event: dict, pause: float = 0.0) -> None:
@@ -146,27 +169,39 @@ class Script:
         for kind in ("response.created", "response.in_progress"):
             self.emit({"type": kind, "response": base_response("in_progress", [], self.created_at, None)})
 
+    def next_index(self) -> int:
+        return self.base + len(self.output)
+
     def function_call(self, key: str) -> int:
-        call_id, name, arguments, _ = CALLS[key]
-        index = len(self.output)
-        item_id = "fc_" + call_id.removeprefix("call_")
-        added = {"id": item_id, "type": "function_call", "status": "in_progress",
-                 "arguments": "", "call_id": call_id, "name": name}
-        self.output.append({**added, "status": "completed", "arguments": arguments})
-        self.emit({"type": "response.output_item.added", "output_index": index, "item": added})
-        cut = len(arguments) // 2
-        for delta in (arguments[:cut], arguments[cut:]):
-            self.emit({"type": "response.function_call_arguments.delta", "item_id": item_id,
-                       "output_index": index, "delta": delta})
-        self.emit({"type": "response.function_call_arguments.done", "item_id": item_id,
-                   "output_index": index, "arguments": arguments})
-        self.emit({"type": "response.output_item.done", "output_index": index,
-                   "item": self.output[index]})
-        return index
+        return self.parallel_function_calls(key)[0]
+
+    def parallel_function_calls(self, *keys: str) -> list[int]:
+        """One function_call item per key, all added before the first one is done."""
+        calls = []
+        for key in keys:
+            call_id, name, arguments, _ = CALLS[key]
+            index = self.next_index()
+            item_id = "fc_" + call_id.removeprefix("call_")
+            added = {"id": item_id, "type": "function_call", "status": "in_progress",
+                     "arguments": "", "call_id": call_id, "name": name}
+            final = {**added, "status": "completed", "arguments": arguments}
+            self.output.append(final)
+            self.emit({"type": "response.output_item.added", "output_index": index, "item": added})
+            calls.append((index, item_id, arguments, final))
+        for index, item_id, arguments, _ in calls:
+            cut = len(arguments) // 2
+            for delta in (arguments[:cut], arguments[cut:]):
+                self.emit({"type": "response.function_call_arguments.delta", "item_id": item_id,
+                           "output_index": index, "delta": delta})
+        for index, item_id, arguments, final in calls:
+            self.emit({"type": "response.function_call_arguments.done", "item_id": item_id,
+                       "output_index": index, "arguments": arguments})
+            self.emit({"type": "response.output_item.done", "output_index": index, "item": final})
+        return [index for index, *_ in calls]
 
     def function_call_output(self, key: str, pause: float) -> int:
         call_id, _, _, output = CALLS[key]
-        index = len(self.output)
+        index = self.next_index()
         item = {"id": "fco_" + call_id.removeprefix("call_"), "type": "function_call_output",
                 "call_id": call_id, "output": output, "status": "completed"}
         self.output.append(item)
@@ -175,14 +210,14 @@ class Script:
         self.emit({"type": "response.output_item.done", "output_index": index, "item": item})
         return index
 
-    def message(self, text: str, pieces: int = 5) -> None:
-        index = len(self.output)
-        item_id = f"msg_e2e_{index}"
+    def message(self, text: str, pieces: int = 5, pause: float = 0.0) -> None:
+        index = self.next_index()
+        item_id = f"msg_e2e_{len(self.output)}"
         part_empty = {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
         part_full = {**part_empty, "text": text}
         self.emit({"type": "response.output_item.added", "output_index": index,
                    "item": {"id": item_id, "type": "message", "status": "in_progress",
-                            "role": "assistant", "content": []}})
+                            "role": "assistant", "content": []}}, pause)
         self.emit({"type": "response.content_part.added", "item_id": item_id,
                    "output_index": index, "content_index": 0, "part": part_empty})
         step = -(-len(text) // pieces)
@@ -205,8 +240,8 @@ class Script:
         return final
 
 
-def agentic_script(tool_seconds: float) -> Script:
-    s = Script(tool_seconds)
+def agentic_script(tool_seconds: float, base: int = 0) -> Script:
+    s = Script(tool_seconds, base)
     s.start()
     s.function_call("web")
     s.function_call_output("web", tool_seconds)
@@ -222,12 +257,49 @@ def agentic_script(tool_seconds: float) -> Script:
     return s
 
 
-def plain_script(tool_seconds: float) -> Script:
-    s = Script(tool_seconds)
+def plain_script(tool_seconds: float, base: int = 0) -> Script:
+    s = Script(tool_seconds, base)
     s.start()
     s.message(PLAIN_TEXT, pieces=3)
     s.finish()
     return s
+
+
+def parallel_script(tool_seconds: float, base: int = 0) -> Script:
+    s = Script(tool_seconds, base)
+    s.start()
+    s.parallel_function_calls("gh", "web")
+    s.function_call_output("web", tool_seconds)
+    s.function_call_output("gh", tool_seconds / 2)
+    s.message(PARALLEL_TEXT, pieces=3)
+    s.finish()
+    return s
+
+
+def failures_script(tool_seconds: float, base: int = 0) -> Script:
+    s = Script(tool_seconds, base)
+    s.start()
+    s.function_call("web_fail")
+    s.function_call_output("web_fail", tool_seconds)
+    s.function_call("file_multi")
+    s.function_call_output("file_multi", tool_seconds)
+    s.function_call("broken")
+    s.function_call_output("broken", tool_seconds)
+    # The gateway gives up on this call (say, a tool timeout it does not report): no output
+    # item ever comes, and the response completes with the call listed but unanswered.
+    s.function_call("gh_open")
+    s.message(FAILURES_TEXT, pieces=3, pause=tool_seconds)
+    s.finish()
+    return s
+
+
+SCENARIOS = {PLAIN_MODEL: plain_script, PARALLEL_MODEL: parallel_script,
+             FAILURES_MODEL: failures_script}
+
+
+def script_for(model: str | None, tool_seconds: float, base: int = 0) -> Script:
+    """The scenario a request's `model` picks (the agentic stream for any other model)."""
+    return SCENARIOS.get(model or "", agentic_script)(tool_seconds, base)
 
 
 def encode(event: dict) -> bytes:
@@ -243,8 +315,14 @@ class Handler(BaseHTTPRequestHandler):
         sys.stderr.write("gateway: " + (format % args) + "\n")
 
     def do_GET(self) -> None:
-        if urlsplit(self.path).path == "/healthz":
+        url = urlsplit(self.path)
+        if url.path == "/healthz":
             self._send_json(200, {"ok": True})
+        elif url.path == "/_requests":
+            tag = parse_qs(url.query).get("tag", [None])[0]
+            with self.server.lock:
+                recorded = [r for r in self.server.recorded if tag is None or r["tag"] == tag]
+            self._send_json(200, recorded)
         else:
             self._send_json(404, {"error": {"message": "not found", "type": "invalid_request_error"}})
 
@@ -252,16 +330,24 @@ class Handler(BaseHTTPRequestHandler):
         url = urlsplit(self.path)
         query = parse_qs(url.query)
         length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length)
         try:
-            body = json.loads(self.rfile.read(length) or b"{}")
+            body = json.loads(raw or b"{}")
         except ValueError:
+            body = None
+        with self.server.lock:
+            self.server.recorded.append({"path": url.path, "query": url.query,
+                                         "tag": self.headers.get(TAG_HEADER), "body": body,
+                                         "raw": None if body is not None else raw.decode(errors="replace")})
+        if body is None:
             self._send_json(400, {"error": {"message": "body is not JSON", "type": "invalid_request_error"}})
             return
         if url.path != "/v1/responses":
             self._send_json(404, {"error": {"message": f"no route {url.path}", "type": "invalid_request_error"}})
             return
         tool_seconds = int(query.get("tool_ms", [DEFAULT_TOOL_MS])[0]) / 1000
-        script = (plain_script if body.get("model") == PLAIN_MODEL else agentic_script)(tool_seconds)
+        base = int(query.get("base", ["0"])[0])
+        script = script_for(body.get("model"), tool_seconds, base)
         if not body.get("stream"):
             self._send_json(200, script.steps[-1][1]["response"])
             return
@@ -284,7 +370,7 @@ class Handler(BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
 
-    def _send_json(self, status: int, payload: dict) -> None:
+    def _send_json(self, status: int, payload: dict | list) -> None:
         body = json.dumps(payload).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
@@ -301,6 +387,8 @@ def main() -> None:
     args = parser.parse_args()
     server = ThreadingHTTPServer((args.host, args.port), Handler)
     server.daemon_threads = True
+    server.lock = threading.Lock()
+    server.recorded = []  # every POST, in arrival order (see the module docstring)
     host, port = server.server_address[:2]
     print(f"gateway listening on http://{host}:{port}", flush=True)
     try:

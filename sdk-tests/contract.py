@@ -1,0 +1,379 @@
+"""The stream toolpulse should make of a gateway's stream, derived independently of toolpulse.
+
+This is the SDK tests' oracle for PRODUCT.md §2 (profile `openai`, the default, with a native
+companion item per classified call) and for the opt-in `openai-inline` profile (lifecycle
+events on the `function_call` item itself). Feed it the gateway's own events, one at a time, in
+order; it returns the events a client should see at that point:
+
+- every upstream event, with its `sequence_number` shifted by the events injected before it and
+  its `output_index` shifted by the companions opened before its item was first seen (kept for
+  all the item's events), and in `response.*` events whose `response.output` lists calls, each
+  companion (in its state at that point) right after its `function_call`;
+- right after a classified call's `function_call` `response.output_item.done`: the companion's
+  `output_item.added`, then `response.<kind>_call.in_progress` (+ `.searching` for the search
+  kinds), on the companion (`item_id` `tp_<call_id>`, `output_index` one past the highest the
+  response has used) with `name`;
+- right before the call's `function_call_output` `output_item.added` (or, for a call that never
+  gets one, before `response.completed/failed/incomplete` / `error` or at the end of the
+  stream): the terminal event (with `outcome` and `duration_ms`), then the companion's
+  `output_item.done` in its final state.
+
+Values the proxy decides (a duration, the sentence for a call that never got an output, the
+exact bytes of JSON it may re-serialize while sanitizing) come out as matchers (`ANY_MS`,
+`ANY_TEXT`, `JsonText`) for `assert_match`. Stdlib only; the Node tests carry the same rules
+(node/harness.mjs), so each SDK suite checks toolpulse against its own copy.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from dataclasses import dataclass, field
+
+COMPANION_PREFIX = "tp_"
+# The SDK tests' toolpulse config (the same text in test_python_sdk.py and node/harness.mjs).
+FAILURE_PATTERNS = [re.compile(p) for p in ("^no executor found for tool ", "^search failed: ")]
+SERVER_LABEL = "gateway"
+SHOWN = ("mcp", "web_search", "file_search")
+TERMINAL_RESPONSE_EVENTS = ("response.completed", "response.failed", "response.incomplete", "error")
+
+
+def kind_of(name: str) -> str:
+    """The SDK tests' classification: config rule `github_*` → mcp, then the built-in defaults."""
+    if name.startswith("github_"):
+        return "mcp"
+    if name in ("web_search", "web_search_preview"):
+        return "web_search"
+    if name == "file_search":
+        return "file_search"
+    return "function"
+
+
+def is_failure(output: str) -> bool:
+    return any(p.search(output) for p in FAILURE_PATTERNS)
+
+
+# ---------------------------------------------------------------- matchers
+
+
+class _Matcher:
+    def matches(self, actual: object) -> bool:
+        raise NotImplementedError
+
+    def __deepcopy__(self, memo: dict) -> "_Matcher":
+        return self  # immutable, and `is` identifies the singletons
+
+
+class _AnyMs(_Matcher):
+    def matches(self, actual: object) -> bool:
+        return isinstance(actual, int) and not isinstance(actual, bool) and actual >= 0
+
+    def __repr__(self) -> str:
+        return "<any duration_ms>"
+
+
+class _AnyText(_Matcher):
+    def matches(self, actual: object) -> bool:
+        return isinstance(actual, str) and actual.strip() != ""
+
+    def __repr__(self) -> str:
+        return "<any non-empty text>"
+
+
+class _Anything(_Matcher):
+    def matches(self, actual: object) -> bool:
+        return True
+
+    def __repr__(self) -> str:
+        return "<anything>"
+
+
+ANY_MS = _AnyMs()
+ANY_TEXT = _AnyText()
+ANYTHING = _Anything()
+
+
+@dataclass(frozen=True)
+class JsonText(_Matcher):
+    """A string that says `text`: the same JSON value when `text` is JSON (a sanitizer may
+    re-serialize it), else exactly `text`."""
+
+    text: str
+
+    def matches(self, actual: object) -> bool:
+        if not isinstance(actual, str):
+            return False
+        try:
+            return json.loads(actual) == json.loads(self.text)
+        except ValueError:
+            return actual == self.text
+
+
+def assert_match(actual: object, expected: object, path: str = "$", extra_keys: frozenset = frozenset()) -> None:
+    """`actual` is `expected`, where matchers stand for what the proxy decides. A key that the
+    actual object has but `expected` lacks is allowed only when its value is null or its name is
+    in `extra_keys` (fields an SDK helper adds, such as `snapshot`)."""
+    if isinstance(expected, _Matcher):
+        assert expected.matches(actual), f"{path}: {actual!r} is not {expected!r}"
+    elif isinstance(expected, dict):
+        assert isinstance(actual, dict), f"{path}: expected an object, got {actual!r}"
+        missing = [k for k in expected if k not in actual]
+        assert not missing, f"{path}: missing {missing} in {json.dumps(actual, default=str)[:600]}"
+        unexpected = [k for k, v in actual.items() if k not in expected and v is not None and k not in extra_keys]
+        assert not unexpected, f"{path}: unexpected {unexpected} in {json.dumps(actual, default=str)[:600]}"
+        for k, v in expected.items():
+            assert_match(actual[k], v, f"{path}.{k}", extra_keys)
+    elif isinstance(expected, list):
+        assert isinstance(actual, list), f"{path}: expected a list, got {actual!r}"
+        assert len(actual) == len(expected), (
+            f"{path}: {len(actual)} entries, expected {len(expected)}:\n"
+            f"  actual   {[_brief(a) for a in actual]}\n  expected {[_brief(e) for e in expected]}")
+        for i, (a, e) in enumerate(zip(actual, expected)):
+            assert_match(a, e, f"{path}[{i}]", extra_keys)
+    else:
+        assert actual == expected, f"{path}: {actual!r} != {expected!r}"
+
+
+def _brief(value: object) -> object:
+    if isinstance(value, dict):
+        return value.get("type", "?") + (f"#{value['id']}" if isinstance(value.get("id"), str) else "")
+    return value
+
+
+def assert_stream(actual: list[dict], expected: list[dict], extra_keys: frozenset = frozenset()) -> None:
+    """Event by event, with the first difference in the types reported as a readable diff."""
+    a_types = [e.get("type") for e in actual]
+    e_types = [e.get("type") for e in expected]
+    if a_types != e_types:
+        first = next((i for i, (a, e) in enumerate(zip(a_types, e_types)) if a != e), min(len(a_types), len(e_types)))
+        raise AssertionError(
+            f"event types differ first at #{first} ({len(actual)} events, expected {len(expected)}):\n"
+            + "\n".join(f"  {i:3} {a_types[i] if i < len(a_types) else '-':45} {e_types[i] if i < len(e_types) else '-'}"
+                        for i in range(max(0, first - 3), min(max(len(a_types), len(e_types)), first + 6))))
+    for i, (a, e) in enumerate(zip(actual, expected)):
+        assert_match(a, e, f"event #{i} ({e.get('type')})", extra_keys)
+
+
+# ---------------------------------------------------------------- the oracle
+
+
+@dataclass
+class _Call:
+    call_id: str
+    name: str
+    kind: str
+    fc_item_id: str
+    fc_index: int | None  # the function_call's index as the client sees it
+    arguments: str = ""
+    companion: dict | None = None  # its current state (profile openai)
+    companion_index: int | None = None
+    opened_at: float | None = None
+    closed: bool = False
+
+
+@dataclass
+class _Response:
+    index_map: dict[int, int] = field(default_factory=dict)  # upstream output_index -> client's
+    opened: int = 0  # companions opened so far
+    highest: int = -1  # the highest output_index the client has seen
+    by_index: dict[int, _Call] = field(default_factory=dict)  # function_call items, by upstream index
+    calls: dict[str, _Call] = field(default_factory=dict)  # classified calls shown, by call_id
+
+
+class Oracle:
+    """See the module docstring. `profile` is "openai" or "openai-inline"; `clock` (seconds),
+    when given, makes `duration_ms` a number instead of `ANY_MS` (for a stand-in proxy)."""
+
+    def __init__(self, profile: str = "openai", server_label: str = SERVER_LABEL, clock=None) -> None:
+        assert profile in ("openai", "openai-inline"), profile
+        self.profile = profile
+        self.server_label = server_label
+        self.clock = clock
+        self.response = _Response()
+        self.shift = 0  # events injected so far
+        self.next_seq: int | None = None
+
+    @property
+    def companions(self) -> bool:
+        return self.profile == "openai"
+
+    # -- numbering
+
+    def _upstream(self, event: dict) -> dict:
+        out = copy.deepcopy(event)
+        seq = event.get("sequence_number")
+        if isinstance(seq, int):
+            out["sequence_number"] = seq + self.shift
+            self.next_seq = out["sequence_number"] + 1
+        index = event.get("output_index")
+        if isinstance(index, int):
+            out["output_index"] = self._client_index(index)
+        return out
+
+    def _client_index(self, upstream_index: int) -> int:
+        r = self.response
+        if upstream_index not in r.index_map:
+            r.index_map[upstream_index] = upstream_index + r.opened
+            r.highest = max(r.highest, r.index_map[upstream_index])
+        return r.index_map[upstream_index]
+
+    def _injected(self, event_type: str, **fields) -> dict:
+        event = {"type": event_type}
+        if self.next_seq is not None:
+            event["sequence_number"] = self.next_seq
+            self.next_seq += 1
+        event.update(fields)
+        self.shift += 1
+        return event
+
+    # -- the stream
+
+    def feed(self, event: dict) -> list[dict]:
+        t = event.get("type")
+        item = event.get("item") if isinstance(event.get("item"), dict) else {}
+        out: list[dict] = []
+        if t == "response.created":
+            self.response = _Response()  # numbers restart with a new response
+        if t in TERMINAL_RESPONSE_EVENTS:
+            out += self._close_all()
+        if t == "response.output_item.added" and item.get("type") == "function_call_output":
+            call = self.response.calls.get(item.get("call_id"))
+            if call and not call.closed:
+                output = item.get("output")
+                out += self._close(call, output if isinstance(output, str) else json.dumps(output))
+        forwarded = self._upstream(event)
+        if self.companions and isinstance((forwarded.get("response") or {}).get("output"), list):
+            forwarded["response"]["output"] = self._with_companions(forwarded["response"]["output"])
+        out.append(forwarded)
+        if t == "response.output_item.added" and item.get("type") == "function_call":
+            self.response.by_index[event["output_index"]] = _Call(
+                call_id=item["call_id"], name=item["name"], kind=kind_of(item["name"]),
+                fc_item_id=item["id"], fc_index=forwarded["output_index"])
+        if t == "response.output_item.done" and item.get("type") == "function_call":
+            call = self.response.by_index.get(event["output_index"])
+            if call and call.kind in SHOWN and call.call_id not in self.response.calls:
+                call.arguments = item.get("arguments", "")
+                out += self._open(call)
+        return out
+
+    def end(self) -> list[dict]:
+        """The upstream stream ended (EOF): calls still open are closed, failed."""
+        return self._close_all()
+
+    def _open(self, call: _Call) -> list[dict]:
+        r = self.response
+        r.calls[call.call_id] = call
+        call.opened_at = self.clock() if self.clock else None
+        out = []
+        if self.companions:
+            call.companion_index = r.highest + 1
+            r.highest = call.companion_index
+            r.opened += 1
+            call.companion = self._companion_item(call)
+            out.append(self._injected("response.output_item.added", output_index=call.companion_index,
+                                      item=copy.deepcopy(call.companion)))
+        for suffix in ("in_progress", "searching") if call.kind != "mcp" else ("in_progress",):
+            out.append(self._lifecycle(call, f"response.{call.kind}_call.{suffix}"))
+        return out
+
+    def _lifecycle(self, call: _Call, event_type: str, **more) -> dict:
+        if self.companions:
+            where = {"output_index": call.companion_index, "item_id": COMPANION_PREFIX + call.call_id}
+        else:
+            where = {"output_index": call.fc_index, "item_id": call.fc_item_id}
+            if call.fc_index is None:
+                del where["output_index"]
+        return self._injected(event_type, **where, name=call.name, **more)
+
+    def _companion_item(self, call: _Call) -> dict:
+        cid = COMPANION_PREFIX + call.call_id
+        try:
+            args = json.loads(call.arguments)
+        except ValueError:
+            args = None
+        args = args if isinstance(args, dict) else {}
+        if call.kind == "mcp":
+            return {"type": "mcp_call", "id": cid, "server_label": self.server_label, "name": call.name,
+                    "arguments": JsonText(call.arguments), "status": "in_progress"}
+        if call.kind == "web_search":
+            action = {"type": "search"}
+            if isinstance(args.get("query"), str):
+                action["query"] = args["query"]
+            return {"type": "web_search_call", "id": cid, "status": "in_progress", "action": action}
+        queries = args.get("queries")
+        if not (isinstance(queries, list) and all(isinstance(q, str) for q in queries)):
+            queries = [args["query"]] if isinstance(args.get("query"), str) else []
+        return {"type": "file_search_call", "id": cid, "status": "in_progress", "queries": queries}
+
+    def _close(self, call: _Call, output: str | None) -> list[dict]:
+        call.closed = True
+        failed = output is None or is_failure(output)
+        if call.kind == "mcp":
+            terminal = "response.mcp_call.failed" if failed else "response.mcp_call.completed"
+        else:
+            terminal = f"response.{call.kind}_call.completed"
+        duration = ANY_MS if self.clock is None else int((self.clock() - call.opened_at) * 1000)
+        out = [self._lifecycle(call, terminal, outcome="failed" if failed else "completed", duration_ms=duration)]
+        if self.companions:
+            final = dict(call.companion, status="failed" if failed else "completed")
+            if call.kind == "mcp":
+                if failed:
+                    text = output if output is not None else ANY_TEXT
+                    final["error"] = {"type": "mcp_tool_execution_error",
+                                      "content": [{"type": "text", "text": text}]}
+                else:
+                    final["output"] = JsonText(output)
+            call.companion = final
+            out.append(self._injected("response.output_item.done", output_index=call.companion_index,
+                                      item=copy.deepcopy(final)))
+        return out
+
+    def _close_all(self) -> list[dict]:
+        out = []
+        for call in self.response.calls.values():
+            if not call.closed:
+                out += self._close(call, None)
+        return out
+
+    def _with_companions(self, output: list) -> list:
+        spliced = []
+        for item in output:
+            spliced.append(item)
+            if isinstance(item, dict) and item.get("type") == "function_call":
+                call = self.response.calls.get(item.get("call_id"))
+                if call and call.companion is not None:
+                    spliced.append(copy.deepcopy(call.companion))
+        return spliced
+
+
+def expected_stream(upstream: list[dict], profile: str = "openai") -> list[dict]:
+    """The whole stream a client should see for the gateway's `upstream` events, with the
+    response timestamps (which differ between two requests to the gateway) left open."""
+    oracle = Oracle(profile)
+    out = [e for event in upstream for e in oracle.feed(event)] + oracle.end()
+    for e in out:
+        if isinstance(e.get("response"), dict):
+            e["response"]["created_at"] = ANYTHING
+            e["response"]["completed_at"] = ANYTHING
+    return out
+
+
+def final_output(expected: list[dict]) -> list[dict]:
+    """The `response.output` of the expected stream's terminal response event."""
+    return next(e["response"]["output"] for e in reversed(expected) if isinstance(e.get("response"), dict))
+
+
+def to_plain(value: object) -> object:
+    """The expected value with its matchers replaced by concrete values (for a stand-in proxy)."""
+    if isinstance(value, JsonText):
+        return value.text
+    if value is ANY_TEXT:
+        return "the stream ended before the tool's output"
+    if value is ANY_MS or value is ANYTHING:
+        return 0
+    if isinstance(value, dict):
+        return {k: to_plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [to_plain(v) for v in value]
+    return value

@@ -1,0 +1,232 @@
+// The Vercel AI SDK end to end through toolpulse: `node --test ai-sdk.test.mjs` (Node >= 22,
+// which `ai` and `@ai-sdk/openai` require; run.sh uses the Node that package.json installs).
+//
+// `streamText` with `@ai-sdk/openai`'s Responses model, pointed at toolpulse (baseURL) in front
+// of the scripted gateway (../gateway.py). The app declares no tools: the gateway runs them
+// (function_call items), so without toolpulse the SDK sees only client-side calls it cannot
+// run. Through toolpulse each classified call also has its native companion item, which the
+// SDK shows as a provider-executed tool: the web and file searches from their
+// `output_item.added` (in progress) to their result, the MCP calls as dynamic tools with their
+// result. The next turn, built by the SDK from the first turn's messages, refers to those
+// companions (`item_reference` with store on, an inline `web_search_call` with store off);
+// toolpulse keeps them from the gateway.
+//
+// Environment: TOOLPULSE_BIN, PYTHON (see harness.mjs).
+
+import { describe, test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+
+import { streamText, readUIMessageStream } from 'ai';
+import { createOpenAI } from '@ai-sdk/openai';
+
+import {
+  HERE, MODEL, PLAIN_MODEL, PLAIN_TEXT, FAILURES_MODEL, FINAL_TEXT, BROKEN_OUTPUT, TAG_HEADER,
+  COMPANION_PREFIX, queryString, startStack, recordedRequests,
+} from './harness.mjs';
+
+// The store-off turn makes the SDK warn that provider tool results are not sent: expected here.
+globalThis.AI_SDK_LOG_WARNINGS = false;
+
+assert.ok(Number(process.versions.node.split('.')[0]) >= 22,
+  `the AI SDK needs Node >= 22, this is ${process.version} (run.sh installs one with npm ci)`);
+
+const version = (pkg) => JSON.parse(readFileSync(path.join(HERE, 'node_modules', pkg, 'package.json'), 'utf8')).version;
+
+let stack;
+before(async () => {
+  stack = await startStack();
+});
+after(() => stack?.stop());
+
+/** The provider, pointed at `addr`; `sent` collects the request bodies the SDK sends. */
+function provider(addr, { query = {}, headers = {} } = {}) {
+  const sent = [];
+  const openai = createOpenAI({
+    baseURL: `http://${addr}/v1`,
+    apiKey: 'sk-e2e-not-a-key',
+    headers,
+    // The gateway's scenario knobs ride on the query string (baseURL cannot carry one).
+    fetch: (url, init) => {
+      sent.push(JSON.parse(init.body));
+      return fetch(`${url}${queryString(query)}`, init);
+    },
+  });
+  return { openai, sent };
+}
+
+/** streamText's full stream, each part with the ms since the start. */
+async function run(addr, model, options = {}) {
+  const { openai, sent } = provider(addr, options);
+  const result = streamText({
+    model: openai.responses(model),
+    prompt: 'What is known about tool progress?',
+    maxRetries: 0,
+    ...options.streamText,
+  });
+  const t0 = performance.now();
+  const parts = [];
+  for await (const part of result.fullStream) parts.push({ ...part, at: performance.now() - t0 });
+  return { result, parts, sent, openai };
+}
+
+const ofCall = (parts, id) => parts.filter((p) => p.toolCallId === id || p.id === id);
+
+describe(`Vercel AI SDK: ai ${version('ai')}, @ai-sdk/openai ${version('@ai-sdk/openai')}, Node ${process.version}`, () => {
+  test('streamText: the searches are provider-executed tool calls with results, the MCP calls dynamic tools', async () => {
+    // A longer tool pause than elsewhere, to time "in progress" on the SDK's side with room to spare.
+    const toolMs = 300;
+    const { result, parts } = await run(stack.proxyAddr, MODEL, { query: { tool_ms: String(toolMs) } });
+    assert.deepEqual(parts.filter((p) => p.type === 'error'), []);
+    assert.equal(await result.text, FINAL_TEXT);
+
+    // The web search: a provider-executed call from the companion's output_item.added (while
+    // the gateway still runs the tool), its result from the companion's output_item.done.
+    const web = ofCall(parts, 'tp_call_web_1');
+    assert.deepEqual(web.map((p) => p.type), ['tool-input-start', 'tool-input-end', 'tool-call', 'tool-result']);
+    const [webStart, , webCall, webResult] = web;
+    assert.equal(webStart.providerExecuted, true);
+    assert.equal(webCall.toolName, 'web_search');
+    assert.equal(webCall.providerExecuted, true);
+    // The app declares no `web_search` tool (the gateway runs it), so the SDK flags the call
+    // `invalid` (NoSuchToolError); the provider's result still follows.
+    assert.equal(webCall.invalid, true);
+    assert.equal(webResult.providerExecuted, true);
+    assert.deepEqual(webResult.output, { action: { type: 'search', query: 'tool lifecycle events SSE' } });
+    assert.ok(webResult.at - webStart.at >= toolMs / 2,
+      `the web search was shown running for ${(webResult.at - webStart.at).toFixed(0)} ms only`);
+
+    const file = ofCall(parts, 'tp_call_file_1');
+    assert.deepEqual(file.map((p) => [p.type, p.toolName, p.providerExecuted]),
+      [['tool-call', 'file_search', true], ['tool-result', 'file_search', true]]);
+    assert.deepEqual(file[1].output, { queries: ['lifecycle design doc'], results: null });
+    assert.ok(file[1].at - file[0].at >= toolMs / 2);
+
+    // The MCP calls: dynamic, provider-executed tools named mcp.<tool>, with their output or error.
+    const gh = ofCall(parts, 'tp_call_gh_1');
+    assert.deepEqual(gh.map((p) => [p.type, p.toolName, p.providerExecuted, p.dynamic ?? null]), [
+      ['tool-call', 'mcp.github_search_issues', true, true],
+      ['tool-result', 'mcp.github_search_issues', true, null],
+    ]);
+    assert.deepEqual(gh[0].input, { repo: 'acme/agent', query: 'stream stalls' });
+    const { output: ghOutput, arguments: ghArguments, ...ghResult } = gh[1].output;
+    assert.deepEqual(ghResult, { type: 'call', serverLabel: 'gateway', name: 'github_search_issues' });
+    assert.deepEqual(JSON.parse(ghArguments), { repo: 'acme/agent', query: 'stream stalls' });
+    assert.equal(JSON.parse(ghOutput)[0].number, 42);
+    const broken = ofCall(parts, 'tp_call_gb_1');
+    assert.deepEqual(broken.map((p) => p.type), ['tool-call', 'tool-result']);
+    assert.deepEqual(broken[1].output.error,
+      { type: 'mcp_tool_execution_error', content: [{ type: 'text', text: BROKEN_OUTPUT }] });
+
+    // The SDK's own summaries of the step say the same.
+    const results = (await result.toolResults).filter((r) => r.toolCallId.startsWith(COMPANION_PREFIX));
+    assert.deepEqual(results.map((r) => [r.toolCallId, r.toolName, r.providerExecuted]), [
+      ['tp_call_web_1', 'web_search', true], ['tp_call_file_1', 'file_search', true],
+      ['tp_call_gb_1', 'mcp.github_broken', true], ['tp_call_gh_1', 'mcp.github_search_issues', true],
+    ]);
+    const calls = (await result.toolCalls).filter((c) => c.providerExecuted);
+    assert.deepEqual(calls.map((c) => c.toolCallId).sort(), results.map((r) => r.toolCallId).sort());
+    const steps = await result.steps;
+    assert.equal(steps.length, 1);
+    assert.deepEqual(steps[0].content.filter((p) => p.providerExecuted).map((p) => `${p.type}:${p.toolCallId}`), [
+      'tool-call:tp_call_web_1', 'tool-result:tp_call_web_1', 'tool-call:tp_call_file_1', 'tool-result:tp_call_file_1',
+      'tool-call:tp_call_gb_1', 'tool-result:tp_call_gb_1', 'tool-call:tp_call_gh_1', 'tool-result:tp_call_gh_1',
+    ]);
+  });
+
+  test('the UI message: the web search a tool part in progress then done, the MCP calls dynamic-tool parts', async () => {
+    const { openai } = provider(stack.proxyAddr);
+    const result = streamText({ model: openai.responses(MODEL), prompt: 'x', maxRetries: 0 });
+    const states = new Map(); // toolCallId -> the part's states, in order, as a UI renders them
+    let message;
+    for await (message of readUIMessageStream({ stream: result.toUIMessageStream() })) {
+      for (const part of message.parts) {
+        if (!part.toolCallId?.startsWith(COMPANION_PREFIX)) continue;
+        const seen = states.get(part.toolCallId) ?? [];
+        if (seen.at(-1) !== part.state) states.set(part.toolCallId, [...seen, part.state]);
+      }
+    }
+    const companions = message.parts.filter((p) => p.toolCallId?.startsWith(COMPANION_PREFIX));
+    assert.deepEqual(companions.map((p) => [p.type, p.toolCallId, p.state, p.providerExecuted]), [
+      ['tool-web_search', 'tp_call_web_1', 'output-available', true],
+      ['dynamic-tool', 'tp_call_file_1', 'output-available', true],
+      ['dynamic-tool', 'tp_call_gb_1', 'output-available', true],
+      ['dynamic-tool', 'tp_call_gh_1', 'output-available', true],
+    ]);
+    assert.deepEqual(companions.slice(2).map((p) => p.toolName), ['mcp.github_broken', 'mcp.github_search_issues']);
+    // The parts' states as a UI renders them. The web search shows from the companion's
+    // output_item.added ('input-streaming': running), before its result. The searches pass
+    // through 'output-error' on the way: the SDK's NoSuchToolError for a provider tool the app
+    // did not declare (ai 7.0; declaring `openai.tools.webSearch()` instead would make the
+    // gateway's function_call of the same name a provider call with no result, which the SDK
+    // rejects on the next turn). The MCP calls come whole at their companion's output_item.done.
+    assert.deepEqual(Object.fromEntries(states), {
+      tp_call_web_1: ['input-streaming', 'output-error', 'output-available'],
+      tp_call_file_1: ['output-error', 'output-available'],
+      tp_call_gb_1: ['input-available', 'output-available'],
+      tp_call_gh_1: ['input-available', 'output-available'],
+    });
+    assert.equal(message.parts.filter((p) => p.type === 'text').map((p) => p.text).join(''), FINAL_TEXT);
+  });
+
+  test('straight from the gateway (no toolpulse) nothing is provider-executed: the calls look client-side', async () => {
+    const { result, parts } = await run(stack.gatewayAddr, MODEL);
+    assert.equal(await result.text, FINAL_TEXT);
+    assert.deepEqual(parts.filter((p) => p.providerExecuted), []);
+    assert.deepEqual(await result.toolResults, []);
+  });
+
+  test('failures, a call never answered, antwort-style [DONE] and 1-based output_index', async () => {
+    const { result, parts } = await run(stack.proxyAddr, FAILURES_MODEL, { query: { done: '1', base: '1' } });
+    assert.deepEqual(parts.filter((p) => p.type === 'error'), []);
+    const results = parts.filter((p) => ['tool-result', 'tool-error'].includes(p.type) && p.providerExecuted);
+    assert.deepEqual(results.map((r) => [r.type, r.toolCallId, r.toolName]), [
+      ['tool-error', 'tp_call_web_2', 'web_search'], ['tool-result', 'tp_call_file_2', 'file_search'],
+      ['tool-result', 'tp_call_gb_1', 'mcp.github_broken'], ['tool-result', 'tp_call_gh_2', 'mcp.github_search_issues'],
+    ]);
+    // The failed search (its companion's status "failed") is the SDK's tool error of a hosted search.
+    assert.deepEqual(results[0].error, { status: 'failed' });
+    assert.deepEqual(results[1].output, { queries: ['retry policy', 'backoff'], results: null });
+    // The unanswered MCP call is closed, failed, before response.completed.
+    const never = results[3].output;
+    assert.equal(never.error?.type, 'mcp_tool_execution_error', JSON.stringify(never));
+    assert.equal(never.output, undefined);
+    assert.ok(typeof never.error.content[0].text === 'string' && never.error.content[0].text.length > 0);
+    assert.match(await result.text, /one tool never answered/);
+  });
+
+  for (const store of [true, false]) {
+    test(`the next turn (store ${store ? 'on: item_references' : 'off: an inline web_search_call'}) reaches the gateway without companions`,
+      async () => {
+        const first = await run(stack.proxyAddr, MODEL);
+        const { messages } = await first.result.response;
+        const tag = `ai-sdk-replay-store-${store}`;
+        const { openai, sent } = provider(stack.proxyAddr, { headers: { [TAG_HEADER]: tag } });
+        const second = streamText({
+          model: openai.responses(PLAIN_MODEL),
+          messages: [{ role: 'user', content: 'What is known about tool progress?' }, ...messages,
+            { role: 'user', content: 'And what about retries?' }],
+          providerOptions: { openai: { store } },
+          maxRetries: 0,
+        });
+        assert.equal(await second.text, PLAIN_TEXT);
+
+        // What the SDK sent refers to the companions...
+        assert.equal(sent.length, 1);
+        const companions = sent[0].input.filter((i) => i.id?.startsWith(COMPANION_PREFIX));
+        if (store) {
+          assert.deepEqual(companions, ['tp_call_web_1', 'tp_call_file_1', 'tp_call_gb_1', 'tp_call_gh_1']
+            .map((id) => ({ type: 'item_reference', id })));
+        } else {
+          assert.deepEqual(companions.map((i) => [i.type, i.id]), [['web_search_call', 'tp_call_web_1']]);
+        }
+        // ...and the gateway got exactly that, less the companions.
+        const recorded = await recordedRequests(stack.gatewayAddr, tag);
+        assert.equal(recorded.length, 1);
+        assert.deepEqual(recorded[0].body.input, sent[0].input.filter((i) => !i.id?.startsWith(COMPANION_PREFIX)));
+        assert.ok(!JSON.stringify(recorded[0].body.input).includes('"tp_'));
+        assert.equal(recorded[0].body.model, PLAIN_MODEL);
+      });
+  }
+});

@@ -1,0 +1,406 @@
+// What the Node suites (test.mjs: openai-node; ai-sdk.test.mjs: the Vercel AI SDK) share: the
+// scripted gateway (../gateway.py) and the real toolpulse binary in front of it, the gateway's
+// own streams read directly, and the contract's oracle: the stream toolpulse should make of a
+// gateway stream (PRODUCT.md §2), derived independently of toolpulse. ../contract.py carries the
+// same rules for the Python suite; each suite checks toolpulse against its own copy.
+//
+// Environment: TOOLPULSE_BIN (default target/debug/toolpulse, relative to the repo root),
+// PYTHON (default python3) to run the gateway.
+
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { writeFileSync, mkdtempSync, rmSync, accessSync, constants } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const HERE = path.dirname(fileURLToPath(import.meta.url));
+export const REPO = path.resolve(HERE, '..', '..');
+const STARTUP_TIMEOUT_MS = 15_000;
+export const REQUEST_TIMEOUT_MS = 30_000;
+// The gateway's tool pause: above the proxy's heartbeat interval (60 ms), so heartbeat comments
+// reach the SDKs mid-stream.
+export const TOOL_MS = 120;
+
+// gateway.py's names and texts.
+export const MODEL = 'gpt-toolpulse-e2e';
+export const PLAIN_MODEL = 'toolpulse-plain';
+export const PARALLEL_MODEL = 'toolpulse-parallel';
+export const FAILURES_MODEL = 'toolpulse-failures';
+export const TAG_HEADER = 'x-e2e-tag';
+export const PROFILES_HEADER = 'x-toolpulse-profiles';
+export const FINAL_TEXT =
+  'I found two open issues about streaming stalls, the design doc explains the ' +
+  'lifecycle events, and the web agrees: show progress while tools run.';
+export const PLAIN_TEXT = 'Hello! No tools were needed for this one.';
+export const BROKEN_OUTPUT = 'no executor found for tool github_broken';
+
+// Every agentic scenario of the gateway: the request's model and query.
+export const SCENARIOS = {
+  agentic: { model: MODEL, query: {} },
+  'agentic, antwort-style [DONE]': { model: MODEL, query: { done: '1' } },
+  'agentic, antwort-style 1-based output_index': { model: MODEL, query: { base: '1' } },
+  'parallel (interleaved calls)': { model: PARALLEL_MODEL, query: {} },
+  'failures, a call never answered': { model: FAILURES_MODEL, query: { done: '1' } },
+};
+
+// The same config as test_python_sdk.py's.
+const CONFIG = `
+[[tools]]
+match = ["github_*"]
+kind = "mcp"
+
+[failure]
+output_patterns = ["^no executor found for tool ", "^search failed: "]
+
+[heartbeat]
+interval_ms = 60
+`;
+
+// ---------------------------------------------------------------- processes
+
+const children = [];
+// Even if the run dies outside the hooks, no gateway or proxy outlives it.
+process.on('exit', () => {
+  for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
+});
+
+function startProcess(name, cmd, args, stream, pattern) {
+  const child = spawn(cmd, args, { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'] });
+  children.push(child);
+  const lines = [];
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`${name} did not print ${pattern} in ${STARTUP_TIMEOUT_MS} ms:\n${lines.join('\n')}`));
+    }, STARTUP_TIMEOUT_MS);
+    const onData = (chunk) => {
+      for (const line of chunk.toString().split('\n')) {
+        if (!line) continue;
+        lines.push(line);
+        const m = line.match(pattern);
+        if (m) {
+          clearTimeout(timer);
+          resolve(m[1]);
+        }
+      }
+    };
+    child.stdout.on('data', stream === 'stdout' ? onData : () => {});
+    child.stderr.on('data', stream === 'stderr' ? onData : (c) => lines.push(c.toString()));
+    child.on('error', (err) => {
+      clearTimeout(timer);
+      reject(err);
+    });
+    child.on('exit', (code, signal) => {
+      clearTimeout(timer);
+      reject(new Error(`${name} exited (${code ?? signal}) before it was ready:\n${lines.join('\n')}`));
+    });
+  });
+}
+
+/** Starts the gateway and toolpulse in front of it; `stop()` ends both. */
+export async function startStack() {
+  let bin = process.env.TOOLPULSE_BIN || 'target/debug/toolpulse';
+  if (!path.isAbsolute(bin)) bin = path.join(REPO, bin);
+  accessSync(bin, constants.X_OK); // throws with the path when missing
+  const tmp = mkdtempSync(path.join(tmpdir(), 'toolpulse-node-'));
+  const config = path.join(tmp, 'toolpulse.toml');
+  writeFileSync(config, CONFIG);
+  const python = process.env.PYTHON || 'python3';
+  const gatewayAddr = await startProcess('gateway', python,
+    ['-u', path.join(REPO, 'sdk-tests', 'gateway.py'), '--port', '0'], 'stdout',
+    /listening on http:\/\/(\S+)/);
+  const proxyAddr = await startProcess('toolpulse', bin,
+    ['--listen', '127.0.0.1:0', '--upstream', `http://${gatewayAddr}`, '--config', config], 'stderr',
+    /listen=(\S+)/);
+  assert.match(proxyAddr, /^127\.0\.0\.1:\d+$/);
+  const stop = () => {
+    for (const child of children) {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+    }
+    // A child that ignores SIGTERM must not keep the test run alive.
+    const timer = setTimeout(() => {
+      for (const child of children) {
+        if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      }
+    }, 5_000);
+    timer.unref();
+    rmSync(tmp, { recursive: true, force: true });
+  };
+  return { gatewayAddr, proxyAddr, stop };
+}
+
+// ---------------------------------------------------------------- the gateway, directly
+
+export function queryString(query) {
+  const q = new URLSearchParams({ tool_ms: String(TOOL_MS), ...query }).toString();
+  return `?${q}`;
+}
+
+/** A stream's events (`data: [DONE]` left out), read with fetch from `addr`. */
+export async function rawEvents(addr, model, query = {}, headers = {}) {
+  const res = await fetch(`http://${addr}/v1/responses${queryString(query)}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify({ model, input: 'x', stream: true }),
+    signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+  });
+  assert.equal(res.status, 200);
+  const text = await res.text();
+  return text
+    .split('\n\n')
+    .map((block) => block.split('\n').find((line) => line.startsWith('data: ')))
+    .filter((line) => line && line !== 'data: [DONE]')
+    .map((line) => JSON.parse(line.slice('data: '.length)));
+}
+
+/** The request bodies the gateway received with this `x-e2e-tag` (see gateway.py). */
+export async function recordedRequests(gatewayAddr, tag) {
+  const res = await fetch(`http://${gatewayAddr}/_requests?tag=${encodeURIComponent(tag)}`,
+    { signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
+  assert.equal(res.status, 200);
+  return res.json();
+}
+
+// ---------------------------------------------------------------- matchers
+
+class Matcher {
+  constructor(name, test) {
+    this.name = name;
+    this.test = test;
+  }
+}
+export const ANY_MS = new Matcher('<any duration_ms>', (v) => Number.isInteger(v) && v >= 0);
+export const ANY_TEXT = new Matcher('<any non-empty text>', (v) => typeof v === 'string' && v.trim() !== '');
+export const ANYTHING = new Matcher('<anything>', () => true);
+/** A string that says `text`: the same JSON value when it is JSON (a sanitizer may re-serialize). */
+export const jsonText = (text) => new Matcher(`<JSON text ${text}>`, (v) => {
+  if (typeof v !== 'string') return false;
+  try {
+    return JSON.stringify(JSON.parse(v)) === JSON.stringify(JSON.parse(text));
+  } catch {
+    return v === text;
+  }
+});
+
+const brief = (v) => (v && typeof v === 'object' ? `${v.type ?? '?'}${typeof v.id === 'string' ? `#${v.id}` : ''}` : v);
+
+/** `actual` is `expected` with matchers; a key `expected` lacks is allowed only when null or in `extraKeys`. */
+export function assertMatch(actual, expected, where = '$', extraKeys = new Set()) {
+  if (expected instanceof Matcher) {
+    assert.ok(expected.test(actual), `${where}: ${JSON.stringify(actual)} is not ${expected.name}`);
+  } else if (Array.isArray(expected)) {
+    assert.ok(Array.isArray(actual), `${where}: expected a list, got ${JSON.stringify(actual)}`);
+    assert.equal(actual.length, expected.length,
+      `${where}: ${actual.length} entries, expected ${expected.length}:\n  actual   ${actual.map(brief)}\n` +
+      `  expected ${expected.map(brief)}`);
+    expected.forEach((e, i) => assertMatch(actual[i], e, `${where}[${i}]`, extraKeys));
+  } else if (expected !== null && typeof expected === 'object') {
+    assert.ok(actual !== null && typeof actual === 'object', `${where}: expected an object, got ${JSON.stringify(actual)}`);
+    const missing = Object.keys(expected).filter((k) => !(k in actual));
+    assert.deepEqual(missing, [], `${where}: missing ${missing} in ${JSON.stringify(actual).slice(0, 600)}`);
+    const unexpected = Object.keys(actual)
+      .filter((k) => !(k in expected) && actual[k] != null && !extraKeys.has(k));
+    assert.deepEqual(unexpected, [], `${where}: unexpected ${unexpected} in ${JSON.stringify(actual).slice(0, 600)}`);
+    for (const [k, v] of Object.entries(expected)) assertMatch(actual[k], v, `${where}.${k}`, extraKeys);
+  } else {
+    assert.deepEqual(actual, expected, `${where}: ${JSON.stringify(actual)} != ${JSON.stringify(expected)}`);
+  }
+}
+
+/** Event by event; a difference in the types is shown as a readable diff first. */
+export function assertStream(actual, expected, extraKeys = new Set()) {
+  const a = actual.map((e) => e.type);
+  const e = expected.map((x) => x.type);
+  if (JSON.stringify(a) !== JSON.stringify(e)) {
+    let first = a.findIndex((t, i) => t !== e[i]);
+    if (first < 0) first = Math.min(a.length, e.length);
+    const rows = [];
+    for (let i = Math.max(0, first - 3); i < Math.min(Math.max(a.length, e.length), first + 6); i++) {
+      rows.push(`  ${String(i).padStart(3)} ${(a[i] ?? '-').padEnd(45)} ${e[i] ?? '-'}`);
+    }
+    assert.fail(`event types differ first at #${first} (${a.length} events, expected ${e.length}):\n${rows.join('\n')}`);
+  }
+  expected.forEach((x, i) => assertMatch(actual[i], x, `event #${i} (${x.type})`, extraKeys));
+}
+
+// ---------------------------------------------------------------- the oracle
+
+export const COMPANION_PREFIX = 'tp_';
+const FAILURE_PATTERNS = [/^no executor found for tool /, /^search failed: /];
+const SERVER_LABEL = 'gateway';
+const SHOWN = new Set(['mcp', 'web_search', 'file_search']);
+const TERMINAL_RESPONSE_EVENTS = new Set(['response.completed', 'response.failed', 'response.incomplete', 'error']);
+export const INJECTED = /^response\.(web_search_call|file_search_call|mcp_call)\./;
+
+export function kindOf(name) {
+  if (name.startsWith('github_')) return 'mcp';
+  if (name === 'web_search' || name === 'web_search_preview') return 'web_search';
+  if (name === 'file_search') return 'file_search';
+  return 'function';
+}
+
+const clone = (v) => (v instanceof Matcher ? v : Array.isArray(v) ? v.map(clone)
+  : v !== null && typeof v === 'object' ? Object.fromEntries(Object.entries(v).map(([k, x]) => [k, clone(x)])) : v);
+
+/**
+ * The events a client should see for the gateway's `upstream` events (profile "openai": a
+ * companion per classified call; "openai-inline": events on the function_call item itself).
+ * Values toolpulse decides (durations, the sentence for a call with no output, re-serialized
+ * JSON, the response timestamps that differ per request) are matchers.
+ */
+export function expectedStream(upstream, profile = 'openai') {
+  assert.ok(profile === 'openai' || profile === 'openai-inline');
+  const companions = profile === 'openai';
+  const out = [];
+  let shift = 0;
+  let nextSeq = null;
+  let r; // per response
+  const newResponse = () => ({ indexMap: new Map(), opened: 0, highest: -1, byIndex: new Map(), calls: new Map() });
+  r = newResponse();
+
+  const injected = (type, fields) => {
+    const event = { type };
+    if (nextSeq !== null) event.sequence_number = nextSeq++;
+    shift += 1;
+    out.push(Object.assign(event, fields));
+  };
+  const clientIndex = (i) => {
+    if (!r.indexMap.has(i)) {
+      r.indexMap.set(i, i + r.opened);
+      r.highest = Math.max(r.highest, i + r.opened);
+    }
+    return r.indexMap.get(i);
+  };
+  const where = (call) => (companions
+    ? { output_index: call.companionIndex, item_id: COMPANION_PREFIX + call.callId }
+    : { output_index: call.fcIndex, item_id: call.fcItemId });
+  const companionItem = (call) => {
+    const id = COMPANION_PREFIX + call.callId;
+    let args = null;
+    try {
+      args = JSON.parse(call.arguments);
+    } catch { /* not JSON */ }
+    if (args === null || typeof args !== 'object' || Array.isArray(args)) args = {};
+    if (call.kind === 'mcp') {
+      return { type: 'mcp_call', id, server_label: SERVER_LABEL, name: call.name,
+        arguments: jsonText(call.arguments), status: 'in_progress' };
+    }
+    if (call.kind === 'web_search') {
+      const action = { type: 'search' };
+      if (typeof args.query === 'string') action.query = args.query;
+      return { type: 'web_search_call', id, status: 'in_progress', action };
+    }
+    let queries = args.queries;
+    if (!(Array.isArray(queries) && queries.every((q) => typeof q === 'string'))) {
+      queries = typeof args.query === 'string' ? [args.query] : [];
+    }
+    return { type: 'file_search_call', id, status: 'in_progress', queries };
+  };
+  const open = (call) => {
+    r.calls.set(call.callId, call);
+    if (companions) {
+      call.companionIndex = r.highest + 1;
+      r.highest = call.companionIndex;
+      r.opened += 1;
+      call.companion = companionItem(call);
+      injected('response.output_item.added', { output_index: call.companionIndex, item: clone(call.companion) });
+    }
+    for (const phase of call.kind === 'mcp' ? ['in_progress'] : ['in_progress', 'searching']) {
+      injected(`response.${call.kind}_call.${phase}`, { ...where(call), name: call.name });
+    }
+  };
+  const close = (call, output) => {
+    call.closed = true;
+    const failed = output === null || FAILURE_PATTERNS.some((p) => p.test(output));
+    const type = call.kind === 'mcp'
+      ? (failed ? 'response.mcp_call.failed' : 'response.mcp_call.completed')
+      : `response.${call.kind}_call.completed`;
+    injected(type, { ...where(call), name: call.name, outcome: failed ? 'failed' : 'completed', duration_ms: ANY_MS });
+    if (companions) {
+      const final = { ...call.companion, status: failed ? 'failed' : 'completed' };
+      if (call.kind === 'mcp') {
+        if (failed) {
+          final.error = { type: 'mcp_tool_execution_error',
+            content: [{ type: 'text', text: output ?? ANY_TEXT }] };
+        } else {
+          final.output = jsonText(output);
+        }
+      }
+      call.companion = final;
+      injected('response.output_item.done', { output_index: call.companionIndex, item: clone(final) });
+    }
+  };
+  const closeAll = () => {
+    for (const call of r.calls.values()) if (!call.closed) close(call, null);
+  };
+  const withCompanions = (output) => output.flatMap((item) => {
+    const call = item?.type === 'function_call' ? r.calls.get(item.call_id) : undefined;
+    return call?.companion ? [item, clone(call.companion)] : [item];
+  });
+
+  for (const event of upstream) {
+    const t = event.type;
+    const item = event.item && typeof event.item === 'object' ? event.item : {};
+    if (t === 'response.created') r = newResponse();
+    if (TERMINAL_RESPONSE_EVENTS.has(t)) closeAll();
+    if (t === 'response.output_item.added' && item.type === 'function_call_output') {
+      const call = r.calls.get(item.call_id);
+      if (call && !call.closed) close(call, typeof item.output === 'string' ? item.output : JSON.stringify(item.output));
+    }
+    const forwarded = clone(event);
+    if (Number.isInteger(event.sequence_number)) {
+      forwarded.sequence_number = event.sequence_number + shift;
+      nextSeq = forwarded.sequence_number + 1;
+    }
+    if (Number.isInteger(event.output_index)) forwarded.output_index = clientIndex(event.output_index);
+    if (forwarded.response && typeof forwarded.response === 'object') {
+      if (companions && Array.isArray(forwarded.response.output)) {
+        forwarded.response.output = withCompanions(forwarded.response.output);
+      }
+      forwarded.response.created_at = ANYTHING;
+      forwarded.response.completed_at = ANYTHING;
+    }
+    out.push(forwarded);
+    if (t === 'response.output_item.added' && item.type === 'function_call') {
+      r.byIndex.set(event.output_index, { callId: item.call_id, name: item.name, kind: kindOf(item.name),
+        fcItemId: item.id, fcIndex: forwarded.output_index, arguments: '', closed: false });
+    }
+    if (t === 'response.output_item.done' && item.type === 'function_call') {
+      const call = r.byIndex.get(event.output_index);
+      if (call && SHOWN.has(call.kind) && !r.calls.has(call.callId)) {
+        call.arguments = item.arguments ?? '';
+        open(call);
+      }
+    }
+  }
+  closeAll(); // the upstream stream ended
+  return out;
+}
+
+/** The `response.output` of the expected stream's last response event. */
+export function finalOutput(expected) {
+  return expected.findLast((e) => e.response && typeof e.response === 'object').response.output;
+}
+
+/** Common checks on any stream through toolpulse (beyond matching the oracle). */
+export function checkInvariants(events) {
+  assert.deepEqual(events.map((e) => e.sequence_number), events.map((_, i) => i), 'not dense');
+  const indexOf = new Map();
+  for (const e of events) {
+    if (e.type === 'response.output_item.added' || e.type === 'response.output_item.done') {
+      if (!indexOf.has(e.item.id)) indexOf.set(e.item.id, e.output_index);
+      assert.equal(indexOf.get(e.item.id), e.output_index, `${e.item.id} moved`);
+    }
+  }
+  assert.equal(new Set(indexOf.values()).size, indexOf.size, 'an output_index is reused');
+  const ids = (type, pred) => events.filter((e) => e.type === type && pred(e)).map((e) => e.item.id).sort();
+  const isCompanion = (e) => e.item.id.startsWith(COMPANION_PREFIX);
+  const added = ids('response.output_item.added', isCompanion);
+  assert.deepEqual(added, ids('response.output_item.done', isCompanion), 'a companion added but not done');
+  assert.equal(new Set(added).size, added.length, 'a companion added twice');
+  const opened = events.filter((e) => INJECTED.test(e.type) && e.type.endsWith('.in_progress')).map((e) => e.item_id).sort();
+  const closed = events.filter((e) => INJECTED.test(e.type) && /\.(completed|failed)$/.test(e.type)).map((e) => e.item_id).sort();
+  assert.deepEqual(opened, closed, 'not closed exactly once');
+  assert.ok(!events.some((e) => INJECTED.test(e.type) && 'error' in e), 'an injected event with an error key');
+}
