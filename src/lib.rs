@@ -19,6 +19,7 @@ pub mod invariants;
 pub mod lifecycle;
 pub mod metrics;
 pub mod profiles;
+pub mod progress;
 pub mod proxy;
 pub mod rewrite;
 pub mod sanitize;

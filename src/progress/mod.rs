@@ -1,0 +1,123 @@
+//! Out-of-band progress (seed 002): what a running tool reports about itself ("step 2/5"),
+//! carried to the client stream that shows the call, never to the model.
+//!
+//! Progress comes from the MCP front (`notifications/progress` of a `tools/call` the gateway
+//! sent through toolpulse) or from `POST /v1/progress`. A [`ProgressHub`] matches it to an open
+//! call of a live stream and delivers it to that stream's inbox; the stream's rewriter renders
+//! it per profile. The hub is the only thing the MCP front and the endpoint talk to, so the
+//! in-process registry and the Redis one (several replicas) are interchangeable.
+
+use serde_json::Value;
+
+/// A W3C trace id (the 16 bytes of a `traceparent`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct TraceId(pub [u8; 16]);
+
+impl TraceId {
+    /// The trace id of a `traceparent` value (`00-<32 hex>-<16 hex>-<2 hex>`); `None` when it
+    /// is malformed or all zeros.
+    pub fn from_traceparent(value: &str) -> Option<TraceId> {
+        let mut parts = value.trim().split('-');
+        let (version, trace, parent, flags) =
+            (parts.next()?, parts.next()?, parts.next()?, parts.next()?);
+        let hex = |s: &str, n: usize| s.len() == n && s.bytes().all(|b| b.is_ascii_hexdigit());
+        if !hex(version, 2) || version == "ff" || !hex(trace, 32) || !hex(parent, 16) {
+            return None;
+        }
+        if !hex(flags, 2) || (version == "00" && parts.next().is_some()) {
+            return None;
+        }
+        let mut id = [0u8; 16];
+        for (i, byte) in id.iter_mut().enumerate() {
+            *byte = u8::from_str_radix(&trace[2 * i..2 * i + 2], 16).ok()?;
+        }
+        (id != [0; 16]).then_some(TraceId(id))
+    }
+}
+
+/// One progress report, as MCP's `notifications/progress` carries it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Progress {
+    pub progress: f64,
+    pub total: Option<f64>,
+    pub message: Option<String>,
+}
+
+/// A `tools/call` the MCP front forwards, as far as correlation needs it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct McpToolCall {
+    /// The configured server's `name`.
+    pub server: String,
+    /// The tool's name as the gateway's `function_call` items name it (`call_name` applied).
+    pub function_name: String,
+    /// The call's `arguments` (compared as JSON values with the function_call's).
+    pub arguments: Value,
+    /// From `params._meta.traceparent`, else the request's `traceparent` header.
+    pub trace_id: Option<TraceId>,
+}
+
+/// Which open call a `POST /v1/progress` means.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Target {
+    /// The function_call's `call_id`.
+    CallId(String),
+    /// The function_call's name, and optionally its arguments, to narrow the match.
+    Tool {
+        name: String,
+        arguments: Option<Value>,
+    },
+}
+
+/// What became of a progress report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Delivery {
+    /// Handed to the stream of exactly one open call.
+    Delivered,
+    /// No open call matches.
+    Unmatched,
+    /// Two or more open calls in different streams match equally: delivered to none.
+    Ambiguous,
+    /// The call it was bound to has already ended.
+    Late,
+    /// An MCP call not bound yet (its stream may not show it yet): kept, newest only, for up
+    /// to `[progress] bind_window_ms`.
+    Waiting,
+}
+
+/// An MCP call the hub is following, from `bind` to `release`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct BindingId(pub u64);
+
+/// Where progress goes. Cheap to call from any task: it never blocks on a client stream.
+pub trait ProgressHub: Send + Sync + 'static {
+    /// An MCP `tools/call` is being forwarded: the hub binds it to an open call now or within
+    /// the bind window; its notifications name the returned id.
+    fn bind(&self, call: McpToolCall) -> BindingId;
+    /// A `notifications/progress` for a bound (or binding) MCP call.
+    fn progress(&self, binding: BindingId, progress: Progress) -> Delivery;
+    /// The MCP call was answered (or failed): forget it.
+    fn release(&self, binding: BindingId);
+    /// `POST /v1/progress`: one report for the call `target` names.
+    fn post(&self, target: Target, progress: Progress) -> Delivery;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn trace_ids_from_traceparent() {
+        let id =
+            TraceId::from_traceparent("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01");
+        assert_eq!(id.map(|t| t.0[0]), Some(0x4b));
+        for bad in [
+            "",
+            "00-00000000000000000000000000000000-00f067aa0ba902b7-01",
+            "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+            "00-4bf92f3577b34da6a3ce929d0e0e473-00f067aa0ba902b7-01",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-x",
+        ] {
+            assert_eq!(TraceId::from_traceparent(bad), None, "{bad}");
+        }
+    }
+}
