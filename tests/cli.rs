@@ -102,3 +102,60 @@ fn bad_config_and_bad_input_fail_with_a_message() {
     );
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// Each TOML error toolpulse can meet, with the key the message must name and its line.
+const BAD_CONFIGS: [(&str, &str, &str, &str); 5] = [
+    (
+        "a wrong type",
+        "[heartbeat]\ninterval_ms = \"10s\"\n",
+        "interval_ms",
+        "line 2",
+    ),
+    (
+        "an unknown key",
+        "[heartbeat]\nintervl_ms = 10\n",
+        "intervl_ms",
+        "line 2",
+    ),
+    (
+        "an unknown section",
+        "[heartbeat]\ninterval_ms = 10\n[nosuch]\nx = 1\n",
+        "nosuch",
+        "line 3",
+    ),
+    (
+        "a string where a list belongs",
+        "[sanitize]\nredact_keys = \"x\"\n",
+        "redact_keys",
+        "line 2",
+    ),
+    (
+        "a syntax error",
+        "[heartbeat\ninterval_ms = 10\n",
+        "[heartbeat",
+        "line 1",
+    ),
+];
+
+fn temp_dir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("toolpulse-cli-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir
+}
+
+#[test]
+fn toml_errors_are_printed_once() {
+    let dir = temp_dir("toml");
+    for (what, text, key, line) in BAD_CONFIGS {
+        let path = dir.join("bad.toml");
+        std::fs::write(&path, text).expect("write");
+        let out = toolpulse(&["check", path.to_str().expect("path")]);
+        assert!(!out.status.success(), "{what}");
+        let err = stderr(&out);
+        // toml's report starts with this; printed twice, it came back after ": ".
+        assert_eq!(err.matches("TOML parse error").count(), 1, "{what}: {err}");
+        assert_eq!(err.matches("invalid config").count(), 1, "{what}: {err}");
+        assert!(err.contains(key) && err.contains(line), "{what}: {err}");
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -1,6 +1,7 @@
 //! Operating toolpulse, over real sockets: metrics after a tool stream, overload, and — with
 //! the real binary and real signals — readiness during drain, a drain that ends a stuck stream
-//! with its calls closed, and SIGHUP reloads (valid: new streams use it; invalid: refused).
+//! with its calls closed, and SIGHUP reloads (valid: new streams use it; invalid: refused, on
+//! one log line).
 
 mod common;
 
@@ -340,6 +341,11 @@ async fn sighup_reload_applies_to_new_streams_only_and_bad_configs_are_refused()
     tp.signal("HUP");
     let refused = tp.log_line("config reload rejected");
     assert!(refused.contains("line 3"), "names the line: {refused}");
+    // The whole error on that one line: log pipelines take a line per entry.
+    assert!(
+        refused.contains("unknown variant `robot`") && refused.contains("(in `kind = \"robot\"`)"),
+        "{refused}"
+    );
     let (_, metrics) = get(format!("http://{}/metrics", tp.admin)).await;
     assert!(
         metrics.contains(r#"toolpulse_config_reloads_total{outcome="rejected"} 1"#),
