@@ -1,5 +1,6 @@
 //! The `toolpulse` command: parses the command line and hands over to the library. Errors are
-//! printed as one line and exit non-zero; nothing here panics on bad input.
+//! printed once and exit non-zero; nothing here panics on bad input, nor when stdout's reader
+//! goes away (`toolpulse check FILE | head -1`): that ends quietly with status 0.
 
 use std::io::{self, IsTerminal, Read, Write};
 use std::net::SocketAddr;
@@ -212,9 +213,13 @@ fn rewrite(config: Option<&Path>, profiles: Option<&str>, input: &Path) -> anyho
     Ok(())
 }
 
+/// Writes with `write!` to a locked stdout, never `print!`: a reader that went away
+/// (`check … | head -1`) is an error here that `main` ends quietly on, not a panic.
 fn check(file: &Path) -> anyhow::Result<()> {
     let config = Config::load(file)?;
-    print!("{}: valid\n\n{}", file.display(), config.describe());
+    let mut stdout = io::stdout().lock();
+    write!(stdout, "{}: valid\n\n{}", file.display(), config.describe())?;
+    stdout.flush()?;
     Ok(())
 }
 

@@ -1,8 +1,10 @@
-//! The `toolpulse` binary as a user runs it: `rewrite` and `check`, good input and bad.
+//! The `toolpulse` binary as a user runs it: `rewrite`, `check` and `demo`, good input and bad,
+//! and a reader that goes away.
 
 mod common;
 
 use std::io::Write;
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
 use common::*;
@@ -158,4 +160,61 @@ fn toml_errors_are_printed_once() {
         assert!(err.contains(key) && err.contains(line), "{what}: {err}");
     }
     std::fs::remove_dir_all(&dir).ok();
+}
+
+/// Whether the child ended as a CLI should when its reader has gone: status 0 (or killed by
+/// SIGPIPE, the other usual way), and not a word on stderr about it.
+fn assert_ended_quietly(what: &str, out: &Output) {
+    use std::os::unix::process::ExitStatusExt;
+    const SIGPIPE: i32 = 13;
+    let err = stderr(out);
+    assert!(
+        out.status.success() || out.status.signal() == Some(SIGPIPE),
+        "{what}: {:?}: {err}",
+        out.status
+    );
+    assert!(
+        !err.contains("panicked") && !err.contains("Broken pipe"),
+        "{what}: {err}"
+    );
+}
+
+/// Runs toolpulse with its stdout's reader closed before it can write: the input it needs
+/// first comes on stdin, and is written only once the reader is gone.
+fn with_closed_stdout(args: &[&str], stdin: &[u8]) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolpulse"))
+        .args(args)
+        .env_remove("TOOLPULSE_CONFIG")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    drop(child.stdout.take());
+    // The child may end (at its first write) before it has read everything: a short write here
+    // is expected.
+    let _ = child.stdin.take().expect("stdin").write_all(stdin);
+    child.wait_with_output().expect("wait")
+}
+
+#[test]
+fn a_closed_stdout_ends_quietly() {
+    let config = read(&Path::new(env!("CARGO_MANIFEST_DIR")).join("config/toolpulse.toml"));
+    // Larger than a pipe's buffer, so even a reader closed late would be noticed.
+    let stream = read(&fixtures_dir().join("recordings/openai/openai-mcp-tool.1.sse"));
+    for _ in 0..5 {
+        let out = with_closed_stdout(&["check", "/dev/stdin"], &config);
+        assert_ended_quietly("check", &out);
+        let out = with_closed_stdout(&["rewrite", "-"], &stream);
+        assert_ended_quietly("rewrite", &out);
+    }
+    // The demo reads nothing, but prints over seconds: its reader is gone long before the end.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolpulse"))
+        .arg("demo")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    drop(child.stdout.take());
+    assert_ended_quietly("demo", &child.wait_with_output().expect("wait"));
 }
