@@ -92,6 +92,10 @@ enum Command {
     Check {
         /// Config file (TOML).
         file: PathBuf,
+        /// A recorded upstream stream: list the tools in it that ran as generic functions,
+        /// without events, because no `[[tools]]` rule names them.
+        #[arg(long, value_name = "FILE")]
+        upstream_sample: Option<PathBuf>,
     },
 }
 
@@ -111,7 +115,10 @@ fn main() -> ExitCode {
             profiles,
             input,
         }) => rewrite(config.as_deref(), profiles.as_deref(), &input),
-        Some(Command::Check { file }) => check(&file),
+        Some(Command::Check {
+            file,
+            upstream_sample,
+        }) => check(&file, upstream_sample.as_deref()),
         Some(Command::Health { admin }) => toolpulse::admin::probe(admin, HEALTH_TIMEOUT),
     };
     match result {
@@ -215,12 +222,35 @@ fn rewrite(config: Option<&Path>, profiles: Option<&str>, input: &Path) -> anyho
 
 /// Writes with `write!` to a locked stdout, never `print!`: a reader that went away
 /// (`check … | head -1`) is an error here that `main` ends quietly on, not a panic.
-fn check(file: &Path) -> anyhow::Result<()> {
+fn check(file: &Path, upstream_sample: Option<&Path>) -> anyhow::Result<()> {
     let config = Config::load(file)?;
     let mut stdout = io::stdout().lock();
     write!(stdout, "{}: valid\n\n{}", file.display(), config.describe())?;
+    if let Some(sample) = upstream_sample {
+        let input =
+            std::fs::read(sample).with_context(|| format!("cannot read {}", sample.display()))?;
+        let names = toolpulse::unconfigured::in_stream(Arc::new(config), &input);
+        write!(stdout, "{}", describe_unconfigured(sample, &names))?;
+    }
     stdout.flush()?;
     Ok(())
+}
+
+/// What `check --upstream-sample` found, with the rule that would give those tools events.
+fn describe_unconfigured(sample: &Path, names: &std::collections::BTreeSet<String>) -> String {
+    let sample = sample.display();
+    if names.is_empty() {
+        return format!("upstream sample {sample}: no tool ran without a [[tools]] rule\n");
+    }
+    let quoted: Vec<String> = names.iter().map(|n| format!("{n:?}")).collect();
+    format!(
+        "upstream sample {sample}: these tools ran as generic functions, without events, \
+         because no [[tools]] rule names them:\n  {}\n\
+         to show them (as MCP tools here; see `kind` in config/toolpulse.toml), add:\n\
+         [[tools]]\nmatch = [{}]\nkind = \"mcp\"\n",
+        names.iter().cloned().collect::<Vec<_>>().join("\n  "),
+        quoted.join(", ")
+    )
 }
 
 fn is_broken_pipe(e: &anyhow::Error) -> bool {

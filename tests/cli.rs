@@ -218,3 +218,35 @@ fn a_closed_stdout_ends_quietly() {
     drop(child.stdout.take());
     assert_ended_quietly("demo", &child.wait_with_output().expect("wait"));
 }
+
+#[test]
+fn check_lists_the_tools_of_an_upstream_sample_that_have_no_rule() {
+    let config = concat!(env!("CARGO_MANIFEST_DIR"), "/config/toolpulse.toml");
+    let sample = fixtures_dir().join("function_untouched.sse");
+    let sample = sample.to_str().expect("utf-8 path");
+    let out = toolpulse(&["check", config, "--upstream-sample", sample]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("these tools ran as generic functions") && text.contains("\n  get_weather\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("[[tools]]\nmatch = [\"get_weather\"]\nkind = \"mcp\"\n"),
+        "{text}"
+    );
+    // With a rule for it, nothing to list.
+    let config = fixtures_dir().join("recorded_mcp.toml");
+    let out = toolpulse(&[
+        "check",
+        config.to_str().expect("path"),
+        "--upstream-sample",
+        sample,
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("no tool ran without a [[tools]] rule"),
+        "{text}"
+    );
+}
