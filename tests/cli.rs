@@ -250,3 +250,27 @@ fn check_lists_the_tools_of_an_upstream_sample_that_have_no_rule() {
         "{text}"
     );
 }
+
+#[test]
+fn the_readme_quickstart_says_how_to_get_the_binary_and_what_the_first_build_costs() {
+    let readme = String::from_utf8(read(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"),
+    ))
+    .expect("utf-8");
+    let start = readme
+        .find("\n## Quickstart\n")
+        .expect("a Quickstart section");
+    let rest = &readme[start + 1..];
+    let quickstart = &rest[..rest[3..].find("\n## ").map_or(rest.len(), |i| i + 3)];
+    for needle in [
+        "cargo install --path .",
+        "target/release/toolpulse",
+        "minutes",
+        "GB",
+    ] {
+        assert!(
+            quickstart.contains(needle),
+            "no {needle:?} in:\n{quickstart}"
+        );
+    }
+}
