@@ -8,6 +8,7 @@
 //! - [`profiles`]: one small emitter per client contract (`openai` today);
 //! - [`rewrite`]: the [`Rewriter`] that ties them together: `feed(chunk, now) -> Bytes`;
 //! - [`config`]: the TOML configuration, validated;
+//! - [`unconfigured`]: tools the gateway ran that no `[[tools]]` rule names, said once per name;
 //! - [`invariants`]: a checker of PRODUCT.md §2's invariants over an input/output pair, used by
 //!   the tests (and fuzzing).
 
@@ -25,6 +26,7 @@ pub mod rewrite;
 pub mod sanitize;
 pub mod serve;
 pub mod sse;
+pub mod unconfigured;
 
 pub use config::Config;
 pub use rewrite::Rewriter;

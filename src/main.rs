@@ -1,5 +1,6 @@
 //! The `toolpulse` command: parses the command line and hands over to the library. Errors are
-//! printed as one line and exit non-zero; nothing here panics on bad input.
+//! printed once and exit non-zero; nothing here panics on bad input, nor when stdout's reader
+//! goes away (`toolpulse check FILE | head -1`): that ends quietly with status 0.
 
 use std::io::{self, IsTerminal, Read, Write};
 use std::net::SocketAddr;
@@ -91,6 +92,10 @@ enum Command {
     Check {
         /// Config file (TOML).
         file: PathBuf,
+        /// A recorded upstream stream: list the tools in it that ran as generic functions,
+        /// without events, because no `[[tools]]` rule names them.
+        #[arg(long, value_name = "FILE")]
+        upstream_sample: Option<PathBuf>,
     },
 }
 
@@ -110,7 +115,10 @@ fn main() -> ExitCode {
             profiles,
             input,
         }) => rewrite(config.as_deref(), profiles.as_deref(), &input),
-        Some(Command::Check { file }) => check(&file),
+        Some(Command::Check {
+            file,
+            upstream_sample,
+        }) => check(&file, upstream_sample.as_deref()),
         Some(Command::Health { admin }) => toolpulse::admin::probe(admin, HEALTH_TIMEOUT),
     };
     match result {
@@ -212,10 +220,37 @@ fn rewrite(config: Option<&Path>, profiles: Option<&str>, input: &Path) -> anyho
     Ok(())
 }
 
-fn check(file: &Path) -> anyhow::Result<()> {
+/// Writes with `write!` to a locked stdout, never `print!`: a reader that went away
+/// (`check … | head -1`) is an error here that `main` ends quietly on, not a panic.
+fn check(file: &Path, upstream_sample: Option<&Path>) -> anyhow::Result<()> {
     let config = Config::load(file)?;
-    print!("{}: valid\n\n{}", file.display(), config.describe());
+    let mut stdout = io::stdout().lock();
+    write!(stdout, "{}: valid\n\n{}", file.display(), config.describe())?;
+    if let Some(sample) = upstream_sample {
+        let input =
+            std::fs::read(sample).with_context(|| format!("cannot read {}", sample.display()))?;
+        let names = toolpulse::unconfigured::in_stream(Arc::new(config), &input);
+        write!(stdout, "{}", describe_unconfigured(sample, &names))?;
+    }
+    stdout.flush()?;
     Ok(())
+}
+
+/// What `check --upstream-sample` found, with the rule that would give those tools events.
+fn describe_unconfigured(sample: &Path, names: &std::collections::BTreeSet<String>) -> String {
+    let sample = sample.display();
+    if names.is_empty() {
+        return format!("upstream sample {sample}: no tool ran without a [[tools]] rule\n");
+    }
+    let quoted: Vec<String> = names.iter().map(|n| format!("{n:?}")).collect();
+    format!(
+        "upstream sample {sample}: these tools ran as generic functions, without events, \
+         because no [[tools]] rule names them:\n  {}\n\
+         to show them (as MCP tools here; see `kind` in config/toolpulse.toml), add:\n\
+         [[tools]]\nmatch = [{}]\nkind = \"mcp\"\n",
+        names.iter().cloned().collect::<Vec<_>>().join("\n  "),
+        quoted.join(", ")
+    )
 }
 
 fn is_broken_pipe(e: &anyhow::Error) -> bool {

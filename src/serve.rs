@@ -115,6 +115,8 @@ fn reload(proxy: &Proxy, path: Option<&PathBuf>, overrides: &Overrides) {
                 outcome: "rejected",
             };
             proxy.metrics().config_reloads.get_or_create(&label).inc();
+            // One line: a multi-line entry breaks log pipelines that take a line per entry.
+            let error = error.one_line();
             tracing::error!(%error, "config reload rejected; the running config stays");
         }
     }

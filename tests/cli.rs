@@ -1,8 +1,10 @@
-//! The `toolpulse` binary as a user runs it: `rewrite` and `check`, good input and bad.
+//! The `toolpulse` binary as a user runs it: `rewrite`, `check` and `demo`, good input and bad,
+//! and a reader that goes away.
 
 mod common;
 
 use std::io::Write;
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
 use common::*;
@@ -101,4 +103,174 @@ fn bad_config_and_bad_input_fail_with_a_message() {
         stderr(&out)
     );
     std::fs::remove_dir_all(&dir).ok();
+}
+
+/// Each TOML error toolpulse can meet, with the key the message must name and its line.
+const BAD_CONFIGS: [(&str, &str, &str, &str); 5] = [
+    (
+        "a wrong type",
+        "[heartbeat]\ninterval_ms = \"10s\"\n",
+        "interval_ms",
+        "line 2",
+    ),
+    (
+        "an unknown key",
+        "[heartbeat]\nintervl_ms = 10\n",
+        "intervl_ms",
+        "line 2",
+    ),
+    (
+        "an unknown section",
+        "[heartbeat]\ninterval_ms = 10\n[nosuch]\nx = 1\n",
+        "nosuch",
+        "line 3",
+    ),
+    (
+        "a string where a list belongs",
+        "[sanitize]\nredact_keys = \"x\"\n",
+        "redact_keys",
+        "line 2",
+    ),
+    (
+        "a syntax error",
+        "[heartbeat\ninterval_ms = 10\n",
+        "[heartbeat",
+        "line 1",
+    ),
+];
+
+fn temp_dir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("toolpulse-cli-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir
+}
+
+#[test]
+fn toml_errors_are_printed_once() {
+    let dir = temp_dir("toml");
+    for (what, text, key, line) in BAD_CONFIGS {
+        let path = dir.join("bad.toml");
+        std::fs::write(&path, text).expect("write");
+        let out = toolpulse(&["check", path.to_str().expect("path")]);
+        assert!(!out.status.success(), "{what}");
+        let err = stderr(&out);
+        // toml's report starts with this; printed twice, it came back after ": ".
+        assert_eq!(err.matches("TOML parse error").count(), 1, "{what}: {err}");
+        assert_eq!(err.matches("invalid config").count(), 1, "{what}: {err}");
+        assert!(err.contains(key) && err.contains(line), "{what}: {err}");
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// Whether the child ended as a CLI should when its reader has gone: status 0 (or killed by
+/// SIGPIPE, the other usual way), and not a word on stderr about it.
+fn assert_ended_quietly(what: &str, out: &Output) {
+    use std::os::unix::process::ExitStatusExt;
+    const SIGPIPE: i32 = 13;
+    let err = stderr(out);
+    assert!(
+        out.status.success() || out.status.signal() == Some(SIGPIPE),
+        "{what}: {:?}: {err}",
+        out.status
+    );
+    assert!(
+        !err.contains("panicked") && !err.contains("Broken pipe"),
+        "{what}: {err}"
+    );
+}
+
+/// Runs toolpulse with its stdout's reader closed before it can write: the input it needs
+/// first comes on stdin, and is written only once the reader is gone.
+fn with_closed_stdout(args: &[&str], stdin: &[u8]) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolpulse"))
+        .args(args)
+        .env_remove("TOOLPULSE_CONFIG")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    drop(child.stdout.take());
+    // The child may end (at its first write) before it has read everything: a short write here
+    // is expected.
+    let _ = child.stdin.take().expect("stdin").write_all(stdin);
+    child.wait_with_output().expect("wait")
+}
+
+#[test]
+fn a_closed_stdout_ends_quietly() {
+    let config = read(&Path::new(env!("CARGO_MANIFEST_DIR")).join("config/toolpulse.toml"));
+    // Larger than a pipe's buffer, so even a reader closed late would be noticed.
+    let stream = read(&fixtures_dir().join("recordings/openai/openai-mcp-tool.1.sse"));
+    for _ in 0..5 {
+        let out = with_closed_stdout(&["check", "/dev/stdin"], &config);
+        assert_ended_quietly("check", &out);
+        let out = with_closed_stdout(&["rewrite", "-"], &stream);
+        assert_ended_quietly("rewrite", &out);
+    }
+    // The demo reads nothing, but prints over seconds: its reader is gone long before the end.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolpulse"))
+        .arg("demo")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    drop(child.stdout.take());
+    assert_ended_quietly("demo", &child.wait_with_output().expect("wait"));
+}
+
+#[test]
+fn check_lists_the_tools_of_an_upstream_sample_that_have_no_rule() {
+    let config = concat!(env!("CARGO_MANIFEST_DIR"), "/config/toolpulse.toml");
+    let sample = fixtures_dir().join("function_untouched.sse");
+    let sample = sample.to_str().expect("utf-8 path");
+    let out = toolpulse(&["check", config, "--upstream-sample", sample]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("these tools ran as generic functions") && text.contains("\n  get_weather\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("[[tools]]\nmatch = [\"get_weather\"]\nkind = \"mcp\"\n"),
+        "{text}"
+    );
+    // With a rule for it, nothing to list.
+    let config = fixtures_dir().join("recorded_mcp.toml");
+    let out = toolpulse(&[
+        "check",
+        config.to_str().expect("path"),
+        "--upstream-sample",
+        sample,
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("no tool ran without a [[tools]] rule"),
+        "{text}"
+    );
+}
+
+#[test]
+fn the_readme_quickstart_says_how_to_get_the_binary_and_what_the_first_build_costs() {
+    let readme = String::from_utf8(read(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"),
+    ))
+    .expect("utf-8");
+    let start = readme
+        .find("\n## Quickstart\n")
+        .expect("a Quickstart section");
+    let rest = &readme[start + 1..];
+    let quickstart = &rest[..rest[3..].find("\n## ").map_or(rest.len(), |i| i + 3)];
+    for needle in [
+        "cargo install --path .",
+        "target/release/toolpulse",
+        "minutes",
+        "GB",
+    ] {
+        assert!(
+            quickstart.contains(needle),
+            "no {needle:?} in:\n{quickstart}"
+        );
+    }
 }

@@ -1,6 +1,7 @@
 //! Operating toolpulse, over real sockets: metrics after a tool stream, overload, and — with
 //! the real binary and real signals — readiness during drain, a drain that ends a stuck stream
-//! with its calls closed, and SIGHUP reloads (valid: new streams use it; invalid: refused).
+//! with its calls closed, SIGHUP reloads (valid: new streams use it; invalid: refused, on one
+//! log line), and the one line per name about a tool the gateway ran without a `[[tools]]` rule.
 
 mod common;
 
@@ -348,6 +349,11 @@ async fn sighup_reload_applies_to_new_streams_only_and_bad_configs_are_refused()
     tp.signal("HUP");
     let refused = tp.log_line("config reload rejected");
     assert!(refused.contains("line 3"), "names the line: {refused}");
+    // The whole error on that one line: log pipelines take a line per entry.
+    assert!(
+        refused.contains("unknown variant `robot`") && refused.contains("(in `kind = \"robot\"`)"),
+        "{refused}"
+    );
     let (_, metrics) = get(format!("http://{}/metrics", tp.admin)).await;
     assert!(
         metrics.contains(r#"toolpulse_config_reloads_total{outcome="rejected"} 1"#),
@@ -444,4 +450,47 @@ async fn secrets_never_reach_the_logs_even_at_trace_level() {
             assert!(!line.contains(secret), "{secret} logged: {line}");
         }
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_the_gateway_ran_without_a_rule_is_logged_once_per_name() {
+    // get_weather: a function_call whose output the gateway sent, and no [[tools]] rule for it.
+    let input = read(&fixtures_dir().join("function_untouched.sse"));
+    let gw = Gateway::start(move |_| Reply::sse(vec![input.clone()])).await;
+    let config = temp_config(
+        "unconfigured",
+        "[[tools]]\nmatch = [\"github_*\"]\nkind = \"mcp\"\n",
+    );
+    let tp = Running::start(&config, &gw.url());
+    for _ in 0..2 {
+        let response = post(
+            &http_client(),
+            format!("http://{}/v1/responses", tp.proxy),
+            REQUEST,
+        )
+        .await;
+        read_all(&mut response.into_body()).await;
+    }
+    // The request lines are written when a body is dropped: wait for both, then for stragglers.
+    let mut lines = tp.lines_until("path=/v1/responses");
+    lines.extend(tp.lines_until("path=/v1/responses"));
+    std::thread::sleep(Duration::from_millis(200));
+    lines.extend(tp.lines.try_iter());
+    let advice: Vec<&String> = lines
+        .iter()
+        .filter(|l| l.contains("has no [[tools]] rule"))
+        .collect();
+    assert_eq!(advice.len(), 1, "once for two calls: {lines:#?}");
+    let line = advice[0];
+    assert!(line.contains(" INFO "), "{line}");
+    assert!(
+        line.contains(
+            r#"tool "get_weather" has no [[tools]] rule and was treated as a generic function"#
+        ),
+        "{line}"
+    );
+    assert!(
+        line.contains(r#"add to the config: [[tools]] match = ["get_weather"] kind = "mcp""#),
+        "{line}"
+    );
 }

@@ -40,14 +40,66 @@ pub const DEFAULT_ADMIN_LISTEN: &str = "127.0.0.1:9464";
 pub enum ConfigError {
     #[error("cannot read config {path}: {error}")]
     Read { path: String, error: std::io::Error },
-    #[error("invalid config: {0}")]
-    Syntax(#[from] toml::de::Error),
+    /// Not TOML, or a section, key or value type the config does not have. `report` is toml's
+    /// own account (several lines: the offending line quoted, a caret under the spot); it is
+    /// kept as text, not as a `#[source]`, because it already is the whole message and an error
+    /// chain (`{:#}`) would print it twice.
+    #[error("invalid config: {report}")]
+    Syntax {
+        report: String,
+        /// The same on one line: "line 2, column 15: invalid type: … (in `interval_ms = "10s"`)".
+        brief: String,
+    },
     #[error("invalid config: line {line}: {key}: {message}")]
     Invalid {
         key: String,
         line: usize,
         message: String,
     },
+}
+
+/// How much of the offending line a one-line syntax error quotes.
+const MAX_QUOTED_LINE_CHARS: usize = 80;
+
+impl ConfigError {
+    fn syntax(error: toml::de::Error, text: &str) -> ConfigError {
+        let report = error.to_string().trim_end().to_string();
+        let message = join_lines(error.message());
+        let brief = match error.span() {
+            Some(span) => {
+                let mut at = span.start.min(text.len());
+                while !text.is_char_boundary(at) {
+                    at -= 1;
+                }
+                let line_start = text[..at].rfind('\n').map_or(0, |i| i + 1);
+                let line_end = text[at..].find('\n').map_or(text.len(), |i| at + i);
+                let line = text[..at].matches('\n').count() + 1;
+                let column = text[line_start..at].chars().count() + 1;
+                let quoted: String = text[line_start..line_end]
+                    .trim()
+                    .chars()
+                    .take(MAX_QUOTED_LINE_CHARS)
+                    .collect();
+                format!("line {line}, column {column}: {message} (in `{quoted}`)")
+            }
+            None => message,
+        };
+        ConfigError::Syntax { report, brief }
+    }
+
+    /// The error on one line, for log pipelines that take a line per entry (a SIGHUP reload).
+    pub fn one_line(&self) -> String {
+        match self {
+            ConfigError::Syntax { brief, .. } => format!("invalid config: {brief}"),
+            other => join_lines(&other.to_string()),
+        }
+    }
+}
+
+/// Text on one line: its lines trimmed and joined by a space (a regex error has several).
+fn join_lines(text: &str) -> String {
+    let lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
+    lines.collect::<Vec<_>>().join(" ")
 }
 
 /// The validated configuration of the rewriting core.
@@ -220,7 +272,7 @@ impl Default for Config {
 impl Config {
     /// Parses and validates a config file's text.
     pub fn from_toml_str(text: &str) -> Result<Config, ConfigError> {
-        let raw: RawConfig = toml::from_str(text)?;
+        let raw: RawConfig = toml::from_str(text).map_err(|e| ConfigError::syntax(e, text))?;
         let invalid = |key: String, span: std::ops::Range<usize>, message: String| {
             let line = text[..span.start.min(text.len())].matches('\n').count() + 1;
             ConfigError::Invalid { key, line, message }

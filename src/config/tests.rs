@@ -78,6 +78,35 @@ fn errors_name_key_and_line() {
 }
 
 #[test]
+fn toml_errors_are_said_once_and_fit_on_one_line_for_logs() {
+    use std::error::Error;
+    let e = Config::from_toml_str("[heartbeat]\ninterval_ms = \"10s\"\n").expect_err("invalid");
+    // `{:#}` in main and anyhow's chains add the source: there must be none to repeat.
+    assert!(e.source().is_none());
+    assert_eq!(e.to_string().matches("expected u64").count(), 1, "{e}");
+    assert_eq!(
+        e.one_line(),
+        "invalid config: line 2, column 15: invalid type: string \"10s\", expected u64 \
+         (in `interval_ms = \"10s\"`)"
+    );
+    let e = Config::from_toml_str("[heartbeat\n").expect_err("invalid");
+    assert!(
+        e.one_line()
+            .starts_with("invalid config: line 1, column 11: "),
+        "{}",
+        e.one_line()
+    );
+    // A regex error is several lines of its own.
+    let e = Config::from_toml_str("[failure]\noutput_patterns = [\"(\"]\n").expect_err("invalid");
+    assert!(e.to_string().contains('\n'), "{e}");
+    let one = e.one_line();
+    assert!(
+        !one.contains('\n') && one.contains("line 2: failure.output_patterns[0]"),
+        "{one}"
+    );
+}
+
+#[test]
 fn profiles_templates_kinds_and_sanitizing() {
     let c = Config::from_toml_str(
         r#"

@@ -67,14 +67,17 @@ pub async fn run() -> anyhow::Result<()> {
     } = Stack::start(gateway::Turn::Terminal).await?;
 
     let style = Style::new();
-    println!("toolpulse demo");
-    println!(
-        "  scripted gateway (antwort-shaped) on http://{gateway_addr}: a web search that takes"
-    );
-    println!("  1.5 s, an MCP call that fails after 1 s, then the answer");
-    println!("  toolpulse on http://{proxy_addr} in front of it\n");
-    println!("POST http://{proxy_addr}/v1/responses (stream: true); events as they arrive,");
-    println!("{} = injected by toolpulse:\n", style.injected("▶"));
+    let banner = [
+        "toolpulse demo".to_string(),
+        format!(
+            "  scripted gateway (antwort-shaped) on http://{gateway_addr}: a web search that takes"
+        ),
+        "  1.5 s, an MCP call that fails after 1 s, then the answer".to_string(),
+        format!("  toolpulse on http://{proxy_addr} in front of it\n"),
+        format!("POST http://{proxy_addr}/v1/responses (stream: true); events as they arrive,"),
+        format!("{} = injected by toolpulse:\n\n", style.injected("▶")),
+    ];
+    say(&banner.join("\n"))?;
 
     let client = Client::builder(TokioExecutor::new()).build_http::<Full<Bytes>>();
     let request = http::Request::post(format!("http://{proxy_addr}/v1/responses"))
@@ -105,18 +108,26 @@ pub async fn run() -> anyhow::Result<()> {
         if let Ok(data) = frame.context("reading the stream")?.into_data() {
             parser.push(&data);
             while let Some(Item::Event(event)) = parser.next_item() {
-                printer.event(&event);
+                printer.event(&event)?;
             }
         }
     }
-    println!(
-        "\n{} events from the gateway, {} injected by toolpulse, {} heartbeats, in {:.1} s.",
+    say(&format!(
+        "\n{} events from the gateway, {} injected by toolpulse, {} heartbeats, in {:.1} s.\n",
         printer.upstream,
         printer.injected,
         printer.heartbeats,
         start.elapsed().as_secs_f64()
-    );
+    ))?;
     Ok(())
+}
+
+/// Writes `text` to stdout at once. An error (the reader went away: `demo | head`) is returned
+/// rather than panicking as `println!` would; `main` ends quietly on a broken pipe.
+fn say(text: &str) -> std::io::Result<()> {
+    let mut stdout = std::io::stdout().lock();
+    stdout.write_all(text.as_bytes())?;
+    stdout.flush()
 }
 
 struct Printer {
@@ -128,7 +139,7 @@ struct Printer {
 }
 
 impl Printer {
-    fn event(&mut self, event: &crate::sse::Event) {
+    fn event(&mut self, event: &crate::sse::Event) -> std::io::Result<()> {
         let t = self.start.elapsed();
         let Some(data) = event.data() else {
             if event.has_comment() {
@@ -139,9 +150,9 @@ impl Printer {
                     &self
                         .style
                         .dim(": keep-alive (heartbeat while the tool runs)"),
-                );
+                )?;
             }
-            return;
+            return Ok(());
         };
         let Ok(json) = serde_json::from_slice::<Value>(&data) else {
             self.upstream += 1;
@@ -170,16 +181,15 @@ impl Printer {
                 detail += &format!("  outcome={outcome} duration_ms={}", json["duration_ms"]);
             }
             let text = format!("▶ {kind}  {detail}");
-            self.line(t, &seq, &self.style.injected(&text));
+            self.line(t, &seq, &self.style.injected(&text))
         } else {
             self.upstream += 1;
-            self.line(t, &seq, &format!("  {kind}  {}", detail(&json)));
+            self.line(t, &seq, &format!("  {kind}  {}", detail(&json)))
         }
     }
 
-    fn line(&self, t: Duration, seq: &str, text: &str) {
-        println!("{:>6.2}s {seq:>4}  {text}", t.as_secs_f64());
-        let _ = std::io::stdout().flush();
+    fn line(&self, t: Duration, seq: &str, text: &str) -> std::io::Result<()> {
+        say(&format!("{:>6.2}s {seq:>4}  {text}\n", t.as_secs_f64()))
     }
 }
 

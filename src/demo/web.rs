@@ -72,16 +72,21 @@ pub async fn run(listen: SocketAddr) -> anyhow::Result<()> {
         .with_context(|| format!("cannot listen on {listen}"))?;
     let addr = listener.local_addr()?;
 
-    println!("toolpulse demo --web");
-    println!(
-        "  scripted gateway (antwort-shaped) on http://{}: a web search and a slow MCP call",
-        stack.gateway
-    );
     let slow_s = gateway::SLOW_TOOL_MS / 1000;
-    println!("  ({slow_s} s) in parallel, a file search, an MCP call that fails, then the answer");
-    println!("  toolpulse on http://{} in front of it", stack.proxy);
-    println!("demo page: http://{addr}/");
-    println!("Ctrl-C to stop.");
+    let banner = [
+        "toolpulse demo --web".to_string(),
+        format!(
+            "  scripted gateway (antwort-shaped) on http://{}: a web search and a slow MCP call",
+            stack.gateway
+        ),
+        format!(
+            "  ({slow_s} s) in parallel, a file search, an MCP call that fails, then the answer"
+        ),
+        format!("  toolpulse on http://{} in front of it", stack.proxy),
+        format!("demo page: http://{addr}/"),
+        "Ctrl-C to stop.\n".to_string(),
+    ];
+    super::say(&banner.join("\n"))?;
 
     let shutdown = async move {
         tokio::select! {
@@ -90,7 +95,7 @@ pub async fn run(listen: SocketAddr) -> anyhow::Result<()> {
         }
     };
     serve(listener, Routes::new(&stack), shutdown).await;
-    println!("stopped.");
+    super::say("stopped.\n")?;
     Ok(())
 }
 

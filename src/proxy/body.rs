@@ -10,6 +10,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll, ready};
 
 use bytes::Bytes;
@@ -21,6 +22,7 @@ use tokio_util::sync::WaitForCancellationFutureOwned;
 use super::log::{RequestLog, StreamEnd};
 use crate::metrics::EventType;
 use crate::rewrite::{Observation, Rewriter};
+use crate::unconfigured::{self, Reported};
 
 type Polled = Poll<Option<Result<Frame<Bytes>, hyper::Error>>>;
 
@@ -56,10 +58,11 @@ impl ProxyBody {
         upstream: Incoming,
         rewriter: Rewriter,
         drain: WaitForCancellationFutureOwned,
+        unconfigured: Arc<Reported>,
         mut log: RequestLog,
     ) -> Self {
         log.stream = Some((StreamEnd::ClientGone, rewriter.stats()));
-        let body = RewriteBody::new(upstream, rewriter, drain, log);
+        let body = RewriteBody::new(upstream, rewriter, drain, unconfigured, log);
         ProxyBody {
             inner: Inner::Rewritten(Box::new(body)),
             log: None,
@@ -132,6 +135,8 @@ pub struct RewriteBody {
     trailers: Option<http::HeaderMap>,
     state: State,
     end: StreamEnd,
+    /// Where tools that ran without a `[[tools]]` rule are reported, once per proxy and name.
+    unconfigured: Arc<Reported>,
     log: RequestLog,
 }
 
@@ -140,6 +145,7 @@ impl RewriteBody {
         upstream: Incoming,
         rewriter: Rewriter,
         drain: WaitForCancellationFutureOwned,
+        unconfigured: Arc<Reported>,
         log: RequestLog,
     ) -> Self {
         RewriteBody {
@@ -151,6 +157,7 @@ impl RewriteBody {
             trailers: None,
             state: State::Streaming,
             end: StreamEnd::ClientGone,
+            unconfigured,
             log,
         }
     }
@@ -162,8 +169,16 @@ impl RewriteBody {
 
     /// Hands `out` to the client, reporting what the rewriter observed meanwhile.
     fn send(&mut self, out: Bytes) -> Polled {
-        let RewriteBody { rewriter, log, .. } = self;
+        let RewriteBody {
+            rewriter,
+            log,
+            unconfigured,
+            ..
+        } = self;
         for observation in rewriter.take_observations() {
+            if let Some(name) = unconfigured::unconfigured_name(&observation) {
+                unconfigured.report(name);
+            }
             match observation {
                 Observation::Injected(kind) => {
                     let label = EventType { r#type: kind };
@@ -174,6 +189,7 @@ impl RewriteBody {
                     kind,
                     outcome,
                     duration,
+                    ..
                 } => {
                     log.tool_calls += 1;
                     log.metrics().tool_call(kind.as_str(), outcome, duration);

@@ -27,6 +27,7 @@ use crate::config::Config;
 use crate::metrics::{Metrics, Outcome};
 use crate::profiles;
 use crate::rewrite::Rewriter;
+use crate::unconfigured;
 use body::ProxyBody;
 use error::ProxyError;
 use log::RequestLog;
@@ -41,6 +42,8 @@ pub struct Proxy {
     upstream: Uri,
     client: client::Upstream,
     metrics: Arc<Metrics>,
+    /// The tools without a `[[tools]]` rule already logged.
+    unconfigured: Arc<unconfigured::Reported>,
     /// Cancelled when streams still running must end (the drain timeout ran out).
     end_streams: CancellationToken,
 }
@@ -57,6 +60,7 @@ impl Proxy {
             upstream,
             client,
             metrics: Arc::new(Metrics::new()),
+            unconfigured: Arc::default(),
             end_streams: CancellationToken::new(),
         })
     }
@@ -86,6 +90,7 @@ impl Proxy {
         new.proxy = current.proxy.clone();
         new.admin = current.admin.clone();
         *current = Arc::new(new);
+        self.unconfigured.forget();
         self.metrics
             .config_reloads
             .get_or_create(&Outcome { outcome: "applied" })
@@ -198,7 +203,9 @@ impl Proxy {
         log.response = "rewritten";
         self.metrics.streams_active.inc();
         let drain = self.end_streams.clone().cancelled_owned();
-        Response::from_parts(head, ProxyBody::rewritten(body, rewriter, drain, log))
+        let unconfigured = self.unconfigured.clone();
+        let body = ProxyBody::rewritten(body, rewriter, drain, unconfigured, log);
+        Response::from_parts(head, body)
     }
 
     fn fail(&self, kind: ProxyError, message: &str, mut log: RequestLog) -> Response<ProxyBody> {

@@ -47,6 +47,10 @@ pub enum Observation {
     CallFinished {
         name: String,
         kind: Kind,
+        /// The `[[tools]]` rule that classified the call; `None`: a built-in rule or the fallback.
+        rule: Option<usize>,
+        /// Whether its output arrived in the stream, i.e. the gateway ran the tool itself.
+        had_output: bool,
         outcome: &'static str,
         duration: Duration,
     },
@@ -448,12 +452,16 @@ impl Rewriter {
                 }
             }
             if let Phase::Finished {
-                outcome, duration, ..
+                outcome,
+                duration,
+                output,
             } = transition.phase
             {
                 self.observe(Observation::CallFinished {
                     name: transition.call.name,
                     kind: transition.call.kind,
+                    rule: transition.call.rule,
+                    had_output: output.is_some(),
                     outcome: outcome.as_str(),
                     duration,
                 });
