@@ -475,7 +475,10 @@ pub fn render(ops: &[u8], flags: u8) -> Vec<u8> {
                 // Another response on the same connection.
                 2 => {
                     r.seq = 0;
-                    r.event("response.created", r#","response":{"id":"resp_2","output":[]}"#);
+                    r.event(
+                        "response.created",
+                        r#","response":{"id":"resp_2","output":[]}"#,
+                    );
                 }
                 _ => r.numbered = !r.numbered,
             },
