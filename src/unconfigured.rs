@@ -115,6 +115,7 @@ mod tests {
 
     fn finished(name: &str, kind: Kind, rule: Option<usize>, had_output: bool) -> Observation {
         Observation::CallFinished {
+            call_id: "call_1".into(),
             name: name.into(),
             kind,
             rule,

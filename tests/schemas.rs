@@ -23,6 +23,7 @@ use bytes::Bytes;
 use jsonschema::Validator;
 use serde_json::{Value, json};
 use toolpulse::profiles::Profile;
+use toolpulse::progress::Progress;
 use toolpulse::sse::{Item, Parser};
 use toolpulse::{Config, Rewriter};
 
@@ -319,6 +320,19 @@ fn rewrite(config: &Arc<Config>, profiles: &[Profile], input: &[u8], by_event: b
     if by_event {
         for chunk in event_chunks(input) {
             out.extend_from_slice(&rewriter.feed(chunk, now));
+            // A call that starts running reports progress (out of band): with and without a
+            // total and a message, paced.
+            if let Some(call_id) = running_call(chunk) {
+                for (n, total, message) in [(1.0, None, None), (2.0, Some(4.0), Some("step 2/4"))] {
+                    let report = Progress {
+                        progress: n,
+                        total,
+                        message: message.map(String::from),
+                    };
+                    out.extend_from_slice(&rewriter.progress(&call_id, report, now));
+                    now += Duration::from_millis(150);
+                }
+            }
             // The upstream is quiet for a while: heartbeats (and `running` stages) are due.
             now += HEARTBEAT_STEP;
             out.extend_from_slice(&rewriter.on_idle(now));
@@ -330,6 +344,17 @@ fn rewrite(config: &Arc<Config>, profiles: &[Profile], input: &[u8], by_event: b
     }
     out.extend_from_slice(&rewriter.finish(now));
     out
+}
+
+/// The call id of a `function_call` whose `output_item.done` is in `chunk`.
+fn running_call(chunk: &[u8]) -> Option<String> {
+    let text = std::str::from_utf8(chunk).ok()?;
+    let data = text.lines().find_map(|l| l.strip_prefix("data: "))?;
+    let json: Value = serde_json::from_str(data).ok()?;
+    let item = &json["item"];
+    let done = json["type"] == "response.output_item.done" && item["type"] == "function_call";
+    done.then(|| item["call_id"].as_str().map(String::from))
+        .flatten()
 }
 
 /// What the run saw, for the coverage checks.
@@ -358,6 +383,12 @@ fn note_shapes(seen: &mut Seen, event_type: &str, value: &Value) {
             }
             if stage == "running" && value["elapsed_ms"].as_u64().is_some_and(|ms| ms > 0) {
                 add("tool.stage:running:elapsed>0".into());
+            }
+            if stage == "running" && has("progress") {
+                add(format!(
+                    "tool.stage:running:progress{}",
+                    if has("total") { "+total" } else { "" }
+                ));
             }
         }
         "tool_call_end" => {
@@ -575,6 +606,8 @@ fn injected_events_match_their_schemas() {
         "tool.stage:streaming",
         "tool.stage:running",
         "tool.stage:running:elapsed>0",
+        "tool.stage:running:progress",
+        "tool.stage:running:progress+total",
         "tool.stage:end",
         "tool.stage:end:success=true",
         "tool.stage:end:success=false",

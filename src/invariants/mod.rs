@@ -40,6 +40,12 @@ const SEARCHING: &[&str] = &[
     "response.web_search_call.searching",
     "response.file_search_call.searching",
 ];
+/// Profile `progress`'s events: a middle step of the companion's life.
+const PROGRESS: &[&str] = &[
+    "response.mcp_call.progress",
+    "response.web_search_call.progress",
+    "response.file_search_call.progress",
+];
 const ITEM_EVENTS: &[&str] = &["response.output_item.added", "response.output_item.done"];
 const TERMINAL: &[&str] = &[
     "response.mcp_call.completed",
@@ -166,7 +172,9 @@ const PAYLOAD_TYPES: &[&str] = &[
     "tool_call_start",
     "tool_call_end",
     "tool_call_error",
+    "tool_call_progress",
     "tool_start",
+    "tool_progress",
     "tool_end",
     "tool_error",
 ];
@@ -182,7 +190,7 @@ fn injected_json(event: &Event) -> Result<Map<String, Value>, String> {
     {
         return Err("`type` differs from the event line".into());
     }
-    let openai = [IN_PROGRESS, SEARCHING, TERMINAL, ITEM_EVENTS];
+    let openai = [IN_PROGRESS, SEARCHING, TERMINAL, ITEM_EVENTS, PROGRESS];
     if openai.iter().any(|set| set.contains(&kind)) {
         check_openai(event, kind, &json)?;
     } else if PAYLOAD_TYPES.contains(&kind) {
@@ -259,13 +267,15 @@ pub(crate) fn lifecycle_step(
                 step(stage == "start", stage == "end"),
             )
         }
-        "tool_call_start" | "tool_call_end" | "tool_call_error" => {
+        "tool_call_start" | "tool_call_end" | "tool_call_error" | "tool_call_progress" => {
             let open = kind == "tool_call_start";
-            ("tool_call".into(), text("toolCallId"), step(open, !open))
+            let close = !open && kind != "tool_call_progress";
+            ("tool_call".into(), text("toolCallId"), step(open, close))
         }
-        "tool_start" | "tool_end" | "tool_error" => {
+        "tool_start" | "tool_end" | "tool_error" | "tool_progress" => {
             let open = kind == "tool_start";
-            ("tool".into(), text("tool_call_id"), step(open, !open))
+            let close = !open && kind != "tool_progress";
+            ("tool".into(), text("tool_call_id"), step(open, close))
         }
         _ => {
             let family = kind.rsplit_once('.').map_or("", |(f, _)| f).to_string();

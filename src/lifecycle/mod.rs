@@ -99,7 +99,7 @@ impl Outcome {
 }
 
 /// A step in a call's life, reported by the [`Tracker`].
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Phase {
     /// The call item appeared (arguments may still stream).
     Started,
@@ -109,6 +109,11 @@ pub enum Phase {
     Running,
     /// The tool is still running (reported at each heartbeat).
     StillRunning { elapsed: Duration },
+    /// The tool reported how far it has got (out-of-band progress, seed 002).
+    Progress {
+        elapsed: Duration,
+        report: crate::progress::Progress,
+    },
     /// The call is over; `duration` runs from `Running` (or `Started` if it never ran); `output`
     /// is what the tool returned (`None` when the stream ended first).
     Finished {
@@ -118,7 +123,7 @@ pub enum Phase {
     },
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Transition {
     pub call: Call,
     pub phase: Phase,

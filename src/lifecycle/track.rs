@@ -164,6 +164,11 @@ impl Tracker {
         }
     }
 
+    /// The open call `call_id`, if any.
+    pub fn call(&self, call_id: &str) -> Option<&Call> {
+        self.position(call_id).map(|i| &self.open[i])
+    }
+
     /// Records the `output_index` the companion item of open call `call_id` was given.
     pub fn set_companion(&mut self, call_id: &str, index: u64) {
         if let Some(i) = self.position(call_id) {

@@ -35,6 +35,9 @@ pub enum Profile {
     /// `tool_start` / `tool_end` / `tool_error` with display strings and timings (seed 004).
     #[serde(rename = "tool")]
     Tool,
+    /// With `openai`: `response.<kind>_call.progress` events for out-of-band progress.
+    #[serde(rename = "progress")]
+    Progress,
 }
 
 /// What a profile may look at besides the transition.
@@ -52,12 +55,13 @@ impl Context<'_> {
 }
 
 impl Profile {
-    pub const ALL: [Profile; 5] = [
+    pub const ALL: [Profile; 6] = [
         Profile::OpenAi,
         Profile::OpenAiInline,
         Profile::Stages,
         Profile::ToolCall,
         Profile::Tool,
+        Profile::Progress,
     ];
 
     pub fn name(self) -> &'static str {
@@ -67,6 +71,7 @@ impl Profile {
             Profile::Stages => "stages",
             Profile::ToolCall => "tool_call",
             Profile::Tool => "tool",
+            Profile::Progress => "progress",
         }
     }
 
@@ -82,6 +87,7 @@ impl Profile {
             Profile::Stages => stages::render(transition, context, out),
             Profile::ToolCall => tool_call::render(transition, context, out),
             Profile::Tool => tool::render(transition, context, out),
+            Profile::Progress => openai::render_progress(transition, out),
         }
     }
 
@@ -91,6 +97,7 @@ impl Profile {
         match self {
             Profile::OpenAi | Profile::OpenAiInline => openai::shows(kind),
             Profile::Stages | Profile::ToolCall | Profile::Tool => kind != Kind::Ignore,
+            Profile::Progress => false,
         }
     }
 }
@@ -122,6 +129,9 @@ pub fn check_combination(profiles: &[Profile]) -> Result<(), String> {
         return Err(
             "\"openai\" and \"openai-inline\" are two shapes of the same events: pick one".into(),
         );
+    }
+    if profiles.contains(&Profile::Progress) && !profiles.contains(&Profile::OpenAi) {
+        return Err("\"progress\" adds events to \"openai\"'s companion items: name both".into());
     }
     Ok(())
 }

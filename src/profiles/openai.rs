@@ -71,6 +71,27 @@ pub fn render(transition: &Transition, context: &Context<'_>, out: &mut Vec<NewE
     }
 }
 
+/// Profile `progress` (with `openai`): `response.<kind>_call.progress` on the call's companion
+/// at each progress report. OpenAI defines no such event, and openai-node's stream helper
+/// throws on unknown types, so this is opt-in.
+pub fn render_progress(transition: &Transition, out: &mut Vec<NewEvent>) {
+    let call = &transition.call;
+    let (Phase::Progress { report, .. }, Some(index)) = (&transition.phase, call.companion) else {
+        return;
+    };
+    let event_type = match call.kind {
+        Kind::Mcp => "response.mcp_call.progress",
+        Kind::WebSearch => "response.web_search_call.progress",
+        Kind::FileSearch => "response.file_search_call.progress",
+        Kind::Function | Kind::Ignore => return,
+    };
+    let event = NewEvent::new(event_type)
+        .with("item_id", companion_id(call))
+        .with("output_index", index)
+        .with("name", call.name.as_str());
+    out.push(super::text::with_progress(event, report));
+}
+
 /// Profile `openai-inline`: the events on the `function_call` item itself.
 pub fn render_inline(transition: &Transition, out: &mut Vec<NewEvent>) {
     let call = &transition.call;

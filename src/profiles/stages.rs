@@ -1,7 +1,7 @@
 //! Profile `stages` (seed 001, the ToolBlock stage model): one `tool.stage` event per step,
 //! `start` (the call item appeared) → `streaming` (each arguments delta, with `parametersChunk`
 //! and the accumulated `parameters`) → `running` (arguments complete, then at every heartbeat
-//! with `elapsed_ms`) → `end` (`success` with `result`, or `error`). Exactly one `start` and one
+//! with `elapsed_ms`, and at every progress report with `progress`, `total`, `message`) → `end` (`success` with `result`, or `error`). Exactly one `start` and one
 //! `end` per call, also for calls the stream's end closes; generic functions too.
 //!
 //! `parameters` is the arguments' JSON text with secret-looking keys redacted — while streaming
@@ -47,6 +47,11 @@ pub fn render(transition: &Transition, context: &Context<'_>, out: &mut Vec<NewE
         Phase::StillRunning { elapsed: e } => {
             let parameters = sanitizer.text_as_string(&call.arguments);
             out.push(block("running", parameters).with("elapsed_ms", elapsed(e)));
+        }
+        Phase::Progress { elapsed: e, report } => {
+            let parameters = sanitizer.text_as_string(&call.arguments);
+            let running = block("running", parameters).with("elapsed_ms", elapsed(e));
+            out.push(text::with_progress(running, report));
         }
         Phase::Finished {
             outcome, output, ..

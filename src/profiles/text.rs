@@ -8,10 +8,19 @@ use serde_json::Value;
 
 use super::Context;
 use crate::lifecycle::{Call, Failure, ToolOutput};
+use crate::sse::NewEvent;
 
 /// The call's arguments as a sanitized JSON value (a string when they are not JSON).
 pub fn arguments(context: &Context<'_>, call: &Call) -> Value {
     context.config.sanitizer.text(&call.arguments)
+}
+
+/// Adds a progress report's `progress`, `total` and `message` (the last two when present).
+pub fn with_progress(event: NewEvent, report: &crate::progress::Progress) -> NewEvent {
+    event
+        .with("progress", report.progress)
+        .maybe("total", report.total)
+        .maybe("message", report.message.clone())
 }
 
 /// The tool's output, parsed when it is JSON (unsanitized: for counting and flags only).

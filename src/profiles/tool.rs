@@ -1,5 +1,6 @@
 //! Profile `tool` (seed 004): `tool_start {tool_call_id, tool_name, display?, args, ts}` when the
-//! tool starts running, then `tool_end {…, status:"success", duration_ms, result, ts}` or
+//! tool starts running, `tool_progress {tool_call_id, tool_name, display?, progress, total?,
+//! message?, ts}` at each progress report (seed 002's event), then `tool_end {…, status:"success", duration_ms, result, ts}` or
 //! `tool_error {…, status:"error", duration_ms, error:{message, kind}, ts}`. `display` comes
 //! from the tool's template (left out when a placeholder has no value); `error.kind` from the
 //! failure rule that matched; `ts` is RFC 3339 UTC with milliseconds. Payloads are sanitized.
@@ -14,7 +15,7 @@ pub fn render(transition: &Transition, context: &Context<'_>, out: &mut Vec<NewE
     // Only the start and the end are shown (the end only for a call that started): skip the
     // sanitizing and formatting below for every argument delta and heartbeat.
     let shown = match transition.phase {
-        Phase::Running => true,
+        Phase::Running | Phase::Progress { .. } => true,
         Phase::Finished { .. } => call.running_since.is_some(),
         _ => false,
     };
@@ -35,6 +36,10 @@ pub fn render(transition: &Transition, context: &Context<'_>, out: &mut Vec<NewE
                 .with("args", args.clone())
                 .maybe("ts", ts),
         ),
+        Phase::Progress { report, .. } => {
+            let progress = text::with_progress(head("tool_progress"), report);
+            out.push(progress.maybe("ts", ts));
+        }
         // A call that never ran had no start, so it gets no end either.
         Phase::Finished {
             outcome,

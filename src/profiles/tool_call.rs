@@ -1,5 +1,6 @@
 //! Profile `tool_call` (seed 003): `tool_call_start {toolCallId, toolName, input}` when the tool
-//! starts running, then `tool_call_end {toolCallId, summary, resultCount, durationMs, output?}`
+//! starts running, `tool_call_progress {toolCallId, progress, total?, message?}` at each progress
+//! report, then `tool_call_end {toolCallId, summary, resultCount, durationMs, output?}`
 //! (`output` left out when empty, `resultCount` when unknown) or
 //! `tool_call_error {toolCallId, error, retryable, wasRetried}`. Payloads are sanitized.
 
@@ -19,6 +20,10 @@ pub fn render(transition: &Transition, context: &Context<'_>, out: &mut Vec<NewE
                 .with("toolName", call.name.as_str())
                 .with("input", text::arguments(context, call)),
         ),
+        Phase::Progress { report, .. } => out.push(text::with_progress(
+            NewEvent::data_only("tool_call_progress").with("toolCallId", id),
+            report,
+        )),
         // A call that never ran had no start, so it gets no end either.
         Phase::Finished {
             outcome,

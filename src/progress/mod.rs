@@ -7,6 +7,9 @@
 //! it per profile. The hub is the only thing the MCP front and the endpoint talk to, so the
 //! in-process registry and the Redis one (several replicas) are interchangeable.
 
+pub mod inbox;
+pub mod local;
+
 use serde_json::Value;
 
 /// A W3C trace id (the 16 bytes of a `traceparent`).
@@ -33,6 +36,37 @@ impl TraceId {
         }
         (id != [0; 16]).then_some(TraceId(id))
     }
+}
+
+impl TraceId {
+    /// A new random trace id and the `traceparent` that carries it (sampled, a random parent
+    /// span id).
+    pub fn new_traceparent() -> (TraceId, String) {
+        let bytes = |n: usize| -> Vec<u8> {
+            (0..n.div_ceil(8))
+                .flat_map(|_| random_u64().to_be_bytes())
+                .take(n)
+                .collect()
+        };
+        let mut id = [0u8; 16];
+        id.copy_from_slice(&bytes(16));
+        let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
+        let value = format!("00-{}-{}-01", hex(&id), hex(&bytes(8)));
+        (TraceId(id), value)
+    }
+}
+
+/// 64 random bits: SipHash, keyed from the OS's randomness by `RandomState`, of a counter and
+/// the time. Enough for trace ids, which must be unique, not secret; std has no public RNG and
+/// this avoids a dependency for it.
+fn random_u64() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u64(COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+    hasher.write_u128(now.map_or(0, |d| d.as_nanos()));
+    hasher.finish()
 }
 
 /// One progress report, as MCP's `notifications/progress` carries it.
@@ -119,5 +153,8 @@ mod tests {
         ] {
             assert_eq!(TraceId::from_traceparent(bad), None, "{bad}");
         }
+        let (id, value) = TraceId::new_traceparent();
+        assert_eq!(TraceId::from_traceparent(&value), Some(id));
+        assert_ne!(TraceId::new_traceparent().0, id);
     }
 }

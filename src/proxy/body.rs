@@ -21,6 +21,7 @@ use tokio_util::sync::WaitForCancellationFutureOwned;
 
 use super::log::{RequestLog, StreamEnd};
 use crate::metrics::EventType;
+use crate::progress::local::StreamHandle;
 use crate::rewrite::{Observation, Rewriter};
 use crate::unconfigured::{self, Reported};
 
@@ -59,10 +60,12 @@ impl ProxyBody {
         rewriter: Rewriter,
         drain: WaitForCancellationFutureOwned,
         unconfigured: Arc<Reported>,
+        progress: Option<StreamHandle>,
         mut log: RequestLog,
     ) -> Self {
         log.stream = Some((StreamEnd::ClientGone, rewriter.stats()));
-        let body = RewriteBody::new(upstream, rewriter, drain, unconfigured, log);
+        let mut body = RewriteBody::new(upstream, rewriter, drain, unconfigured, log);
+        body.progress = progress;
         ProxyBody {
             inner: Inner::Rewritten(Box::new(body)),
             log: None,
@@ -137,6 +140,8 @@ pub struct RewriteBody {
     end: StreamEnd,
     /// Where tools that ran without a `[[tools]]` rule are reported, once per proxy and name.
     unconfigured: Arc<Reported>,
+    /// The stream's registration for out-of-band progress, when a progress source is on.
+    progress: Option<StreamHandle>,
     log: RequestLog,
 }
 
@@ -158,6 +163,7 @@ impl RewriteBody {
             state: State::Streaming,
             end: StreamEnd::ClientGone,
             unconfigured,
+            progress: None,
             log,
         }
     }
@@ -173,6 +179,7 @@ impl RewriteBody {
             rewriter,
             log,
             unconfigured,
+            progress,
             ..
         } = self;
         for observation in rewriter.take_observations() {
@@ -180,17 +187,30 @@ impl RewriteBody {
                 unconfigured.report(name);
             }
             match observation {
+                Observation::CallRunning {
+                    call_id,
+                    name,
+                    arguments,
+                } => {
+                    if let Some(progress) = progress {
+                        progress.call_running(&call_id, &name, &arguments);
+                    }
+                }
                 Observation::Injected(kind) => {
                     let label = EventType { r#type: kind };
                     log.metrics().events_injected.get_or_create(&label).inc();
                 }
                 Observation::CallFinished {
+                    call_id,
                     name,
                     kind,
                     outcome,
                     duration,
                     ..
                 } => {
+                    if let Some(progress) = progress {
+                        progress.call_finished(&call_id);
+                    }
                     log.tool_calls += 1;
                     log.metrics().tool_call(kind.as_str(), outcome, duration);
                     let duration_ms = duration.as_millis() as u64;
@@ -216,10 +236,25 @@ impl RewriteBody {
         }
     }
 
-    /// Upstream is pending: sends a heartbeat if one is due, else arms the timer for it.
+    /// Progress reports that arrived for this stream's calls, rendered; nothing when there are
+    /// none (then the inbox wakes this task at the next one).
+    fn take_progress(&mut self, cx: &mut Context<'_>) -> Bytes {
+        let Some(progress) = &self.progress else {
+            return Bytes::new();
+        };
+        let reports = progress.inbox.take(cx.waker());
+        let mut out = bytes::BytesMut::new();
+        for (call_id, report) in reports {
+            out.extend_from_slice(&self.rewriter.progress(&call_id, report, Self::now()));
+        }
+        out.freeze()
+    }
+
+    /// Upstream is pending: sends a heartbeat (or held-back progress) if one is due, else arms
+    /// the timer for it.
     fn poll_heartbeat(&mut self, cx: &mut Context<'_>) -> Polled {
         loop {
-            let Some(at) = self.rewriter.next_heartbeat().map(Instant::from_std) else {
+            let Some(at) = self.rewriter.next_wake().map(Instant::from_std) else {
                 self.heartbeat_at = None;
                 return Poll::Pending;
             };
@@ -248,6 +283,10 @@ impl Body for RewriteBody {
             }
             if this.drain.as_mut().poll(cx).is_ready() {
                 return this.end(StreamEnd::Drained);
+            }
+            let progress = this.take_progress(cx);
+            if let polled @ Poll::Ready(_) = this.send(progress) {
+                return polled;
             }
             let frame = match Pin::new(&mut this.upstream).poll_frame(cx) {
                 Poll::Pending => return this.poll_heartbeat(cx),

@@ -26,6 +26,8 @@ use tokio_util::sync::CancellationToken;
 use crate::config::Config;
 use crate::metrics::{Metrics, Outcome};
 use crate::profiles;
+use crate::progress::TraceId;
+use crate::progress::local::LocalHub;
 use crate::rewrite::Rewriter;
 use crate::unconfigured;
 use body::ProxyBody;
@@ -35,6 +37,9 @@ use log::RequestLog;
 /// The request header that picks the event profiles of one stream (`tool,stages`); it is
 /// checked against `[events] allowed_profiles` and not forwarded.
 pub const PROFILES_HEADER: &str = "x-toolpulse-profiles";
+
+/// The W3C trace context header, matched against the gateway's MCP calls.
+const TRACEPARENT: &str = "traceparent";
 
 /// Shared state of one proxy: its config, the upstream client, metrics, the drain signal.
 pub struct Proxy {
@@ -46,6 +51,8 @@ pub struct Proxy {
     unconfigured: Arc<unconfigured::Reported>,
     /// Cancelled when streams still running must end (the drain timeout ran out).
     end_streams: CancellationToken,
+    /// The registry of open calls for out-of-band progress, when a progress source is on.
+    progress: Option<Arc<LocalHub>>,
 }
 
 impl Proxy {
@@ -62,7 +69,15 @@ impl Proxy {
             metrics: Arc::new(Metrics::new()),
             unconfigured: Arc::default(),
             end_streams: CancellationToken::new(),
+            progress: None,
         })
+    }
+
+    /// Registers every stream's running calls with `hub`, so progress can reach them; the
+    /// gateway then always gets a `traceparent` (the client's, else a new one) to match by.
+    pub fn with_progress(mut self, hub: Arc<LocalHub>) -> Self {
+        self.progress = Some(hub);
+        self
     }
 
     /// The config new streams start with.
@@ -141,6 +156,20 @@ impl Proxy {
             }
         };
         headers::prepare_request(&mut head, uri, peer, config.proxy.preserve_host);
+        let progress = self.progress.as_ref().map(|hub| {
+            let header = head.headers.get(TRACEPARENT).and_then(|v| v.to_str().ok());
+            let trace_id = match header.and_then(TraceId::from_traceparent) {
+                Some(id) => id,
+                None => {
+                    let (id, value) = TraceId::new_traceparent();
+                    if let Ok(value) = http::HeaderValue::from_str(&value) {
+                        head.headers.insert(TRACEPARENT, value);
+                    }
+                    id
+                }
+            };
+            (hub.clone(), trace_id)
+        });
         let body = match request_body::prepare(&mut head, body).await {
             Ok(body) => body,
             Err(e) => {
@@ -204,7 +233,8 @@ impl Proxy {
         self.metrics.streams_active.inc();
         let drain = self.end_streams.clone().cancelled_owned();
         let unconfigured = self.unconfigured.clone();
-        let body = ProxyBody::rewritten(body, rewriter, drain, unconfigured, log);
+        let progress = progress.map(|(hub, trace_id)| hub.stream(Some(trace_id)));
+        let body = ProxyBody::rewritten(body, rewriter, drain, unconfigured, progress, log);
         Response::from_parts(head, body)
     }
 

@@ -11,6 +11,7 @@
 mod companions;
 pub mod index;
 pub mod number;
+mod pace;
 
 use std::ops::Range;
 use std::sync::{Arc, LazyLock};
@@ -23,10 +24,15 @@ use crate::config::Config;
 use crate::dialect::responses::{self, Number};
 use crate::lifecycle::{Kind, Phase, Signal, Tracker, Transition};
 use crate::profiles::{Context, Profile, openai};
+use crate::progress::Progress;
 use crate::sse::{self, Event, Item, NewEvent, Parser};
 use companions::Companions;
 use index::OutputIndices;
 use number::Numbering;
+use pace::Pacer;
+
+/// Progress events per call at most this often, unless configured otherwise.
+pub const DEFAULT_PROGRESS_INTERVAL: Duration = Duration::from_millis(100);
 
 /// Observations kept for the glue between two `take_observations` calls; more are dropped, so a
 /// caller that never drains them (the CLI) holds a bounded amount.
@@ -44,7 +50,14 @@ const MAX_UNREAD_COPY: usize = 4096;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Observation {
     Injected(&'static str),
+    /// A call's arguments are complete: the gateway runs it now (it may report progress).
+    CallRunning {
+        call_id: String,
+        name: String,
+        arguments: String,
+    },
     CallFinished {
+        call_id: String,
         name: String,
         kind: Kind,
         /// The `[[tools]]` rule that classified the call; `None`: a built-in rule or the fallback.
@@ -74,6 +87,10 @@ pub struct Stats {
     pub unclosed_at_eof: u64,
     /// Companion items left out of a `response.output` list (over the per-response budget).
     pub unlisted_companions: u64,
+    /// Progress reports for calls that were not open (any more).
+    pub progress_dropped: u64,
+    /// Progress reports replaced by a newer one before they went out.
+    pub progress_coalesced: u64,
 }
 
 pub struct Rewriter {
@@ -84,6 +101,7 @@ pub struct Rewriter {
     numbering: Numbering,
     indices: OutputIndices,
     companions: Companions,
+    pacer: Pacer,
     out: BytesMut,
     /// Scratch space reused across events.
     transitions: Vec<Transition>,
@@ -122,6 +140,7 @@ impl Rewriter {
             numbering: Numbering::default(),
             indices: OutputIndices::default(),
             companions: Companions::default(),
+            pacer: Pacer::new(DEFAULT_PROGRESS_INTERVAL),
             out: BytesMut::new(),
             transitions: Vec::new(),
             new_events: Vec::new(),
@@ -139,6 +158,12 @@ impl Rewriter {
     /// Renders with these profiles instead of the config's (a request picked them).
     pub fn with_profiles(mut self, profiles: Vec<Profile>) -> Self {
         self.profiles = profiles;
+        self
+    }
+
+    /// Sends progress events per call at most once per `interval`.
+    pub fn with_progress_interval(mut self, interval: Duration) -> Self {
+        self.pacer = Pacer::new(interval);
         self
     }
 
@@ -170,6 +195,7 @@ impl Rewriter {
     pub fn stats(&self) -> Stats {
         Stats {
             unlisted_companions: self.companions.unlisted,
+            progress_coalesced: self.pacer.coalesced,
             ..self.stats
         }
     }
@@ -197,6 +223,7 @@ impl Rewriter {
         while let Some(item) = self.parser.next_item() {
             self.on_item(item, now);
         }
+        self.send_due_progress(now);
         self.take_output(now)
     }
 
@@ -245,6 +272,7 @@ impl Rewriter {
             self.tracker.still_running(now, &mut self.transitions);
             self.inject(now);
         }
+        self.send_due_progress(now);
         self.take_output(now)
     }
 
@@ -430,6 +458,71 @@ impl Rewriter {
         }
     }
 
+    /// Renders one transition with every profile.
+    fn render(&mut self, transition: &Transition, context: &Context<'_>) {
+        for i in 0..self.profiles.len() {
+            let (profile, from) = (self.profiles[i], self.new_events.len());
+            profile.render(transition, context, &mut self.new_events);
+            if profile == Profile::OpenAi {
+                self.keep_companion(transition, from);
+            }
+        }
+    }
+
+    /// Out-of-band progress for the open call `call_id` (seed 002): rendered by the profiles
+    /// as soon as pacing allows (at most one per call per interval, the newest report replacing
+    /// an older one, the last one always before the call's end), between upstream events.
+    /// Returns what to send now. A report for a call that is not open is dropped.
+    pub fn progress(&mut self, call_id: &str, report: Progress, now: Instant) -> Bytes {
+        if self.tracker.call(call_id).is_some() {
+            let message = report.message.map(|m| {
+                match self.config.sanitizer.value(serde_json::Value::String(m)) {
+                    serde_json::Value::String(m) => m,
+                    other => other.to_string(),
+                }
+            });
+            self.pacer.offer(call_id, Progress { message, ..report });
+            self.send_due_progress(now);
+        } else {
+            self.stats.progress_dropped += 1;
+        }
+        self.take_output(now)
+    }
+
+    /// When `on_idle` has something to send: a heartbeat, or a progress report held back by
+    /// pacing (never while an event is half forwarded).
+    pub fn next_wake(&self) -> Option<Instant> {
+        let progress = (!self.parser.is_mid_event_output())
+            .then(|| self.pacer.next_due())
+            .flatten();
+        match (self.next_heartbeat(), progress) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Sends the progress reports pacing allows now, unless an event is half forwarded.
+    fn send_due_progress(&mut self, now: Instant) {
+        if self.parser.is_mid_event_output() {
+            return;
+        }
+        let due = self.pacer.due(now);
+        if due.is_empty() {
+            return;
+        }
+        self.begin_unnumbered();
+        for (call_id, report) in due {
+            if let Some(call) = self.tracker.call(&call_id) {
+                let since = call.running_since.unwrap_or(call.added_at);
+                let elapsed = now.saturating_duration_since(since);
+                let phase = Phase::Progress { elapsed, report };
+                let call = call.clone();
+                self.transitions.push(Transition { call, phase });
+            }
+        }
+        self.inject(now);
+    }
+
     /// Renders, numbers and writes the events for the pending transitions.
     fn inject(&mut self, now: Instant) {
         let wall = self
@@ -444,12 +537,24 @@ impl Rewriter {
         let mut transitions = std::mem::take(&mut self.transitions);
         for mut transition in transitions.drain(..) {
             self.open_companion(&mut transition);
-            for i in 0..self.profiles.len() {
-                let (profile, from) = (self.profiles[i], self.new_events.len());
-                profile.render(&transition, &context, &mut self.new_events);
-                if profile == Profile::OpenAi {
-                    self.keep_companion(&transition, from);
-                }
+            if let Phase::Finished { duration, .. } = &transition.phase
+                && let Some(report) = self.pacer.finish(&transition.call.call_id)
+            {
+                // The last report before the call's end always goes out.
+                let phase = Phase::Progress {
+                    elapsed: *duration,
+                    report,
+                };
+                let call = transition.call.clone();
+                self.render(&Transition { call, phase }, &context);
+            }
+            self.render(&transition, &context);
+            if transition.phase == Phase::Running {
+                self.observe(Observation::CallRunning {
+                    call_id: transition.call.call_id.clone(),
+                    name: transition.call.name.clone(),
+                    arguments: transition.call.arguments.clone(),
+                });
             }
             if let Phase::Finished {
                 outcome,
@@ -458,6 +563,7 @@ impl Rewriter {
             } = transition.phase
             {
                 self.observe(Observation::CallFinished {
+                    call_id: transition.call.call_id,
                     name: transition.call.name,
                     kind: transition.call.kind,
                     rule: transition.call.rule,

@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use super::*;
+use crate::progress::Progress;
 
 const ADDED: &str = r#"{"type":"response.output_item.added","sequence_number":1,"output_index":0,"item":{"id":"fc_1","type":"function_call","name":"web_search","call_id":"c1","arguments":""}}"#;
 const DONE: &str = r#"{"type":"response.output_item.done","sequence_number":2,"output_index":0,"item":{"id":"fc_1","type":"function_call","name":"web_search","call_id":"c1","arguments":"{}"}}"#;
@@ -225,4 +226,95 @@ fn an_unnumbered_call_after_unread_events_takes_the_next_number() {
             "text of {text_len}: {text}"
         );
     }
+}
+
+fn report(n: f64, message: &str) -> Progress {
+    Progress {
+        progress: n,
+        total: Some(4.0),
+        message: Some(message.into()),
+    }
+}
+
+#[test]
+fn progress_is_paced_numbered_and_its_last_report_precedes_the_end() {
+    let t0 = Instant::now();
+    let ms = |n| t0 + Duration::from_millis(n);
+    let mut r = rewriter(0)
+        .with_profiles(vec![Profile::OpenAi, Profile::Progress, Profile::Tool])
+        .with_progress_interval(Duration::from_millis(100));
+    let mut out = Vec::new();
+    let mut input = Vec::new();
+    for (event, at) in [(ev(ADDED), 0), (ev(DONE), 1)] {
+        input.extend_from_slice(&event);
+        out.extend_from_slice(&r.feed(&event, ms(at)));
+    }
+    let first = r.progress("c1", report(1.0, "step 1/4\r\ndata: x"), ms(10));
+    let first = text(&first);
+    assert!(
+        first.contains(r#""type":"response.web_search_call.progress""#),
+        "{first}"
+    );
+    assert!(first.contains(r#""type":"tool_progress""#), "{first}");
+    assert!(
+        first.contains(r#""message":"step 1/4\r\ndata: x""#),
+        "escaped: {first}"
+    );
+    out.extend_from_slice(first.as_bytes());
+    assert!(
+        r.progress("c1", report(2.0, "step 2/4"), ms(20)).is_empty(),
+        "paced"
+    );
+    assert!(r.progress("c1", report(3.0, "step 3/4"), ms(30)).is_empty());
+    assert_eq!(r.next_wake(), Some(ms(110)));
+    let held = r.on_idle(ms(110));
+    assert!(text(&held).contains("step 3/4") && !text(&held).contains("step 2/4"));
+    out.extend_from_slice(&held);
+    assert!(
+        r.progress("c1", report(4.0, "step 4/4"), ms(150))
+            .is_empty()
+    );
+    assert!(r.progress("nobody", report(1.0, "x"), ms(150)).is_empty());
+    assert_eq!(r.stats().progress_dropped, 1);
+    let end = r.feed(&ev(OUTPUT), ms(160));
+    let end = text(&end);
+    let (last, terminal) = (end.find("step 4/4"), end.find("web_search_call.completed"));
+    assert!(
+        last.is_some() && last < terminal,
+        "the last report before the end: {end}"
+    );
+    input.extend_from_slice(&ev(OUTPUT));
+    out.extend_from_slice(end.as_bytes());
+    out.extend_from_slice(&r.finish(ms(170)));
+    crate::invariants::check(&input, &out, usize::MAX).expect("invariants");
+}
+
+#[test]
+fn progress_waits_for_a_half_forwarded_event() {
+    let t0 = Instant::now();
+    let mut r = Rewriter::new(Arc::new(Config {
+        heartbeat: Duration::ZERO,
+        limits: crate::config::Limits {
+            max_event_bytes: 512,
+            ..Config::default().limits
+        },
+        ..Config::default()
+    }))
+    .with_profiles(vec![Profile::Stages]);
+    r.feed(&ev(ADDED), t0);
+    r.feed(&ev(DONE), t0);
+    // An oversize event is on its way out: nothing may go inside it.
+    let half = r.feed(
+        format!("data: {{\"x\":\"{}", "y".repeat(1000)).as_bytes(),
+        t0,
+    );
+    assert!(!half.is_empty());
+    assert!(r.progress("c1", report(1.0, "m"), t0).is_empty());
+    assert_eq!(r.next_wake(), None);
+    let rest = r.feed(b"\"}\n\n", t0);
+    let rest = text(&rest);
+    assert!(
+        rest.starts_with("\"}\n\n") && rest.contains(r#""progress":1.0"#),
+        "{rest}"
+    );
 }

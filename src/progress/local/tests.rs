@@ -1,0 +1,112 @@
+use std::sync::Arc;
+use std::task::{Wake, Waker};
+
+use serde_json::json;
+
+use super::*;
+
+struct NoWake;
+impl Wake for NoWake {
+    fn wake(self: Arc<Self>) {}
+}
+
+fn taken(handle: &StreamHandle) -> Vec<(String, f64)> {
+    let waker = Waker::from(Arc::new(NoWake));
+    let reports = handle.inbox.take(&waker);
+    reports
+        .into_iter()
+        .map(|(id, p)| (id, p.progress))
+        .collect()
+}
+
+fn report(n: f64) -> Progress {
+    Progress {
+        progress: n,
+        total: Some(5.0),
+        message: Some(format!("step {n}/5")),
+    }
+}
+
+fn mcp(name: &str, arguments: Value, trace: Option<TraceId>) -> McpToolCall {
+    McpToolCall {
+        server: "github".into(),
+        function_name: name.into(),
+        arguments,
+        trace_id: trace,
+    }
+}
+
+#[test]
+fn parallel_calls_of_one_tool_are_told_apart_by_their_arguments() {
+    let hub = LocalHub::new(Duration::from_secs(5));
+    let stream = hub.stream(None);
+    stream.call_running("c1", "search", r#"{"q": "a", "n": 1}"#);
+    stream.call_running("c2", "search", r#"{"q":"b"}"#);
+    let b1 = hub.bind(mcp("search", json!({"n": 1, "q": "a"}), None));
+    let b2 = hub.bind(mcp("search", json!({"q": "b"}), None));
+    assert_eq!(hub.progress(b1, report(1.0)), Delivery::Delivered);
+    assert_eq!(hub.progress(b2, report(2.0)), Delivery::Delivered);
+    assert_eq!(taken(&stream), vec![("c1".into(), 1.0), ("c2".into(), 2.0)]);
+}
+
+#[test]
+fn identical_calls_in_two_streams_need_a_trace_id() {
+    let hub = LocalHub::new(Duration::from_secs(5));
+    let t1 = TraceId([1; 16]);
+    let t2 = TraceId([2; 16]);
+    let (s1, s2) = (hub.stream(Some(t1)), hub.stream(Some(t2)));
+    s1.call_running("c1", "search", r#"{"q":"a"}"#);
+    s2.call_running("c2", "search", r#"{"q":"a"}"#);
+    let blind = hub.bind(mcp("search", json!({"q": "a"}), None));
+    assert_eq!(hub.progress(blind, report(1.0)), Delivery::Ambiguous);
+    let traced = hub.bind(mcp("search", json!({"q": "a"}), Some(t2)));
+    assert_eq!(hub.progress(traced, report(2.0)), Delivery::Delivered);
+    assert!(taken(&s1).is_empty(), "never the wrong user");
+    assert_eq!(taken(&s2), vec![("c2".into(), 2.0)]);
+    let post = Target::Tool {
+        name: "search".into(),
+        arguments: None,
+    };
+    assert_eq!(hub.post(post, report(3.0)), Delivery::Ambiguous);
+    assert_eq!(
+        hub.post(Target::CallId("c1".into()), report(4.0)),
+        Delivery::Delivered
+    );
+    assert_eq!(taken(&s1), vec![("c1".into(), 4.0)]);
+}
+
+#[test]
+fn an_mcp_call_before_its_stream_waits_and_keeps_the_newest_report() {
+    let hub = LocalHub::new(Duration::from_secs(5));
+    let stream = hub.stream(None);
+    let b = hub.bind(mcp("slow", json!({}), None));
+    assert_eq!(hub.progress(b, report(1.0)), Delivery::Waiting);
+    assert_eq!(hub.progress(b, report(2.0)), Delivery::Waiting);
+    stream.call_running("c1", "slow", "{}");
+    assert_eq!(
+        taken(&stream),
+        vec![("c1".into(), 2.0)],
+        "delivered once bound"
+    );
+    assert_eq!(hub.progress(b, report(3.0)), Delivery::Delivered);
+    stream.call_finished("c1");
+    assert_eq!(hub.progress(b, report(4.0)), Delivery::Late);
+    hub.release(b);
+    assert_eq!(hub.state().bindings.len(), 0);
+}
+
+#[test]
+fn the_bind_window_runs_out_and_closed_calls_are_late() {
+    let hub = LocalHub::new(Duration::from_millis(10));
+    let t0 = Instant::now();
+    let b = hub.bind_at(mcp("slow", json!({}), None), t0);
+    let later = t0 + Duration::from_millis(11);
+    assert_eq!(hub.progress_at(b, report(1.0), later), Delivery::Unmatched);
+    let stream = hub.stream(None);
+    stream.call_running("c1", "done_tool", "{}");
+    stream.call_finished("c1");
+    let late = hub.bind(mcp("done_tool", json!({}), None));
+    assert_eq!(hub.progress(late, report(1.0)), Delivery::Late);
+    drop(stream);
+    assert!(hub.state().streams.is_empty(), "a dropped stream is gone");
+}

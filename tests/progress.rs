@@ -1,0 +1,119 @@
+//! Out-of-band progress end to end: a real proxy with the in-process registry, a scripted
+//! gateway that holds a tool call open, a real client; reports handed to the registry reach
+//! the client's stream between the call's start and its end, and the gateway gets a
+//! `traceparent` to correlate by.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::gateway::{Action, Gateway, Reply};
+use common::*;
+use serde_json::json;
+use tokio::sync::Notify;
+use toolpulse::progress::local::LocalHub;
+use toolpulse::progress::{Delivery, McpToolCall, Progress, ProgressHub, Target, TraceId};
+use toolpulse::proxy::{Proxy, server};
+use toolpulse::{Config, invariants};
+
+const REQUEST: &str = r#"{"model":"m","input":"hi","stream":true}"#;
+
+/// The fixture's events up to the call's output, a pause until `release`, then the rest.
+fn held(name: &str, release: Arc<Notify>) -> impl Fn(&gateway::Recorded) -> Reply + Send + Sync {
+    let blocks = blocks(&read(&fixtures_dir().join(name)));
+    let at = blocks
+        .iter()
+        .position(|b| String::from_utf8_lossy(b).contains("\"type\":\"function_call_output\""))
+        .expect("an output");
+    move |_| {
+        let mut actions: Vec<Action> = blocks[..at].iter().cloned().map(Action::Chunk).collect();
+        actions.push(Action::Wait(release.clone()));
+        actions.extend(blocks[at..].iter().cloned().map(Action::Chunk));
+        actions.push(Action::End);
+        Reply {
+            head: Reply::sse(vec![]).head,
+            actions,
+        }
+    }
+}
+
+use common::gateway;
+
+async fn proxy_with_hub(upstream: &str, hub: Arc<LocalHub>) -> std::net::SocketAddr {
+    let mut config = Config::default();
+    config.proxy.upstream = Some(upstream.parse().expect("upstream URL"));
+    let proxy = Proxy::new(Arc::new(config))
+        .expect("proxy")
+        .with_progress(hub);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    tokio::spawn(server::serve(
+        listener,
+        Arc::new(proxy),
+        std::future::pending(),
+    ));
+    addr
+}
+
+fn report(n: f64) -> Progress {
+    Progress {
+        progress: n,
+        total: Some(3.0),
+        message: Some(format!("step {n}/3\nnext")),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn progress_reaches_the_stream_of_its_call_between_start_and_end() {
+    let release = Arc::new(Notify::new());
+    let mut gw = Gateway::start(held("web_search.sse", release.clone())).await;
+    let hub = LocalHub::new(Duration::from_secs(5));
+    let proxy = proxy_with_hub(&gw.url(), hub.clone()).await;
+    let request = http::Request::post(format!("http://{proxy}/v1/responses"))
+        .header("x-toolpulse-profiles", "openai,progress,tool")
+        .body(http_body_util::Full::new(bytes::Bytes::from_static(
+            REQUEST.as_bytes(),
+        )))
+        .expect("request");
+    let response = http_client().request(request).await.expect("response");
+    let mut body = response.into_body();
+    let mut seen = read_until(&mut body, "web_search_call.searching").await;
+
+    // The gateway got a traceparent (the client sent none): an MCP call carrying it binds.
+    let recorded = gw.requests.recv().await.expect("forwarded");
+    let traceparent = recorded.header("traceparent").expect("a traceparent");
+    let trace_id = TraceId::from_traceparent(traceparent).expect("valid");
+    let mcp = McpToolCall {
+        server: "search".into(),
+        function_name: "web_search".into(),
+        arguments: json!({"query": "elsewhere"}),
+        trace_id: Some(trace_id),
+    };
+    let binding = hub.bind(mcp);
+    assert_eq!(hub.progress(binding, report(1.0)), Delivery::Delivered);
+    seen.extend(read_until(&mut body, "step 1/3").await);
+    let by_id = hub.post(Target::CallId("call_1".into()), report(2.0));
+    assert_eq!(by_id, Delivery::Delivered);
+
+    release.notify_one();
+    seen.extend(read_all(&mut body).await);
+    let text = String::from_utf8_lossy(&seen);
+    let progress = text.find(r#""type":"response.web_search_call.progress""#);
+    let last = text.find("step 2/3");
+    let end = text.find(r#""type":"response.web_search_call.completed""#);
+    assert!(progress.is_some() && last.is_some(), "{text}");
+    assert!(last < end, "the last report before the end: {text}");
+    assert!(text.contains(r#""type":"tool_progress""#));
+    assert!(
+        text.contains(r#"step 1/3\nnext"#),
+        "the message stays in one data line"
+    );
+    let input = read(&fixtures_dir().join("web_search.sse"));
+    invariants::check(&input, &seen, usize::MAX).expect("invariants");
+
+    // The call is over: later reports are late.
+    assert_eq!(hub.progress(binding, report(3.0)), Delivery::Late);
+}
