@@ -18,9 +18,19 @@ pub fn arguments(context: &Context<'_>, call: &Call) -> Value {
 /// Adds a progress report's `progress`, `total` and `message` (the last two when present).
 pub fn with_progress(event: NewEvent, report: &crate::progress::Progress) -> NewEvent {
     event
-        .with("progress", report.progress)
-        .maybe("total", report.total)
+        .with("progress", number(report.progress))
+        .maybe("total", report.total.map(number))
         .maybe("message", report.message.clone())
+}
+
+/// A whole number as an integer (`2`, not `2.0`, as tools and seed 002 write them).
+fn number(x: f64) -> Value {
+    const EXACT: f64 = 9_007_199_254_740_992.0; // 2^53: integers up to here are exact
+    if x.fract() == 0.0 && x.abs() < EXACT {
+        Value::from(x as i64)
+    } else {
+        Value::from(x)
+    }
 }
 
 /// The tool's output, parsed when it is JSON (unsanitized: for counting and flags only).
