@@ -117,3 +117,49 @@ async fn progress_reaches_the_stream_of_its_call_between_start_and_end() {
     // The call is over: later reports are late.
     assert_eq!(hub.progress(binding, report(3.0)), Delivery::Late);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_of_reports_is_paced_and_never_waits_for_the_client() {
+    let release = Arc::new(Notify::new());
+    let mut gw = Gateway::start(held("web_search.sse", release.clone())).await;
+    let hub = LocalHub::new(Duration::from_secs(5));
+    let proxy = proxy_with_hub(&gw.url(), hub.clone()).await;
+    let request = http::Request::post(format!("http://{proxy}/v1/responses"))
+        .header("x-toolpulse-profiles", "tool")
+        .body(http_body_util::Full::new(bytes::Bytes::from_static(
+            REQUEST.as_bytes(),
+        )))
+        .expect("request");
+    let response = http_client().request(request).await.expect("response");
+    let mut body = response.into_body();
+    let mut seen = read_until(&mut body, "tool_start").await;
+    gw.requests.recv().await.expect("forwarded");
+
+    // 100,000 reports while the client reads nothing: the sender never blocks.
+    const REPORTS: u32 = 100_000;
+    let started = std::time::Instant::now();
+    for n in 1..=REPORTS {
+        let delivery = hub.post(Target::CallId("call_1".into()), report(f64::from(n)));
+        assert_eq!(delivery, Delivery::Delivered);
+        if n % 10_000 == 0 {
+            tokio::task::yield_now().await;
+        }
+    }
+    let flood = started.elapsed();
+    release.notify_one();
+    seen.extend(read_all(&mut body).await);
+    let text = String::from_utf8_lossy(&seen);
+    let received = text.matches(r#""type":"tool_progress""#).count();
+    // At most one per 100 ms while the flood lasted, plus the first and the last.
+    let allowed = 2 + (flood.as_millis() / 100) as usize + 1;
+    assert!(
+        (1..=allowed).contains(&received),
+        "{received} progress events for a {flood:?} flood"
+    );
+    let last = format!(r#""progress":{REPORTS},"#);
+    let (last_at, end_at) = (text.find(&last), text.find(r#""type":"tool_end""#));
+    assert!(
+        last_at.is_some() && last_at < end_at,
+        "the last report, before the end"
+    );
+}
