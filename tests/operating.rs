@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::sync::mpsc as std_mpsc;
 use std::time::Duration;
 
-use common::gateway::{Action, Gateway, Reply};
+use common::gateway::{Action, Gateway, Reply, held_reply};
 use common::*;
 use http_body_util::BodyExt;
 use tokio::sync::Notify;
@@ -19,28 +19,6 @@ use toolpulse::Config;
 use toolpulse::admin::{self, Admin};
 
 const REQUEST: &str = r#"{"model":"m","input":"hi","stream":true}"#;
-
-/// Blocks of `name` up to the tool's output, then a wait for `release`, then the rest.
-fn held_reply(
-    name: &str,
-    release: Arc<Notify>,
-) -> impl Fn(&gateway::Recorded) -> Reply + Send + Sync + 'static {
-    let blocks = blocks(&read(&fixtures_dir().join(name)));
-    let at = blocks
-        .iter()
-        .position(|b| String::from_utf8_lossy(b).contains("\"type\":\"function_call_output\""))
-        .expect("an output");
-    move |_| {
-        let mut actions: Vec<Action> = blocks[..at].iter().cloned().map(Action::Chunk).collect();
-        actions.push(Action::Wait(release.clone()));
-        actions.extend(blocks[at..].iter().cloned().map(Action::Chunk));
-        actions.push(Action::End);
-        Reply {
-            head: Reply::sse(vec![]).head,
-            actions,
-        }
-    }
-}
 
 use common::gateway;
 

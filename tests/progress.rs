@@ -8,37 +8,16 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::gateway::{Action, Gateway, Reply};
+use common::gateway::{Gateway, held_reply};
 use common::*;
 use serde_json::json;
 use tokio::sync::Notify;
 use toolpulse::progress::local::LocalHub;
 use toolpulse::progress::{Delivery, McpToolCall, Progress, ProgressHub, Target, TraceId};
-use toolpulse::proxy::{Proxy, server};
+use toolpulse::proxy::Proxy;
 use toolpulse::{Config, invariants};
 
 const REQUEST: &str = r#"{"model":"m","input":"hi","stream":true}"#;
-
-/// The fixture's events up to the call's output, a pause until `release`, then the rest.
-fn held(name: &str, release: Arc<Notify>) -> impl Fn(&gateway::Recorded) -> Reply + Send + Sync {
-    let blocks = blocks(&read(&fixtures_dir().join(name)));
-    let at = blocks
-        .iter()
-        .position(|b| String::from_utf8_lossy(b).contains("\"type\":\"function_call_output\""))
-        .expect("an output");
-    move |_| {
-        let mut actions: Vec<Action> = blocks[..at].iter().cloned().map(Action::Chunk).collect();
-        actions.push(Action::Wait(release.clone()));
-        actions.extend(blocks[at..].iter().cloned().map(Action::Chunk));
-        actions.push(Action::End);
-        Reply {
-            head: Reply::sse(vec![]).head,
-            actions,
-        }
-    }
-}
-
-use common::gateway;
 
 async fn proxy_with_hub(upstream: &str, hub: Arc<LocalHub>) -> std::net::SocketAddr {
     let mut config = Config::default();
@@ -46,16 +25,25 @@ async fn proxy_with_hub(upstream: &str, hub: Arc<LocalHub>) -> std::net::SocketA
     let proxy = Proxy::new(Arc::new(config))
         .expect("proxy")
         .with_progress(hub);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    tokio::spawn(server::serve(
-        listener,
-        Arc::new(proxy),
-        std::future::pending(),
-    ));
-    addr
+    serve_proxy(Arc::new(proxy)).await
+}
+
+/// A streamed request picking `profiles`; its body, once the stream shows `needle`.
+async fn stream_until(
+    proxy: std::net::SocketAddr,
+    profiles: &str,
+    needle: &str,
+) -> (hyper::body::Incoming, Vec<u8>) {
+    let request = http::Request::post(format!("http://{proxy}/v1/responses"))
+        .header("x-toolpulse-profiles", profiles)
+        .body(http_body_util::Full::new(bytes::Bytes::from_static(
+            REQUEST.as_bytes(),
+        )))
+        .expect("request");
+    let response = http_client().request(request).await.expect("response");
+    let mut body = response.into_body();
+    let seen = read_until(&mut body, needle).await;
+    (body, seen)
 }
 
 fn report(n: f64) -> Progress {
@@ -69,18 +57,11 @@ fn report(n: f64) -> Progress {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn progress_reaches_the_stream_of_its_call_between_start_and_end() {
     let release = Arc::new(Notify::new());
-    let mut gw = Gateway::start(held("web_search.sse", release.clone())).await;
+    let mut gw = Gateway::start(held_reply("web_search.sse", release.clone())).await;
     let hub = LocalHub::new(Duration::from_secs(5));
     let proxy = proxy_with_hub(&gw.url(), hub.clone()).await;
-    let request = http::Request::post(format!("http://{proxy}/v1/responses"))
-        .header("x-toolpulse-profiles", "openai,progress,tool")
-        .body(http_body_util::Full::new(bytes::Bytes::from_static(
-            REQUEST.as_bytes(),
-        )))
-        .expect("request");
-    let response = http_client().request(request).await.expect("response");
-    let mut body = response.into_body();
-    let mut seen = read_until(&mut body, "web_search_call.searching").await;
+    let (mut body, mut seen) =
+        stream_until(proxy, "openai,progress,tool", "web_search_call.searching").await;
 
     // The gateway got a traceparent (the client sent none): an MCP call carrying it binds.
     let recorded = gw.requests.recv().await.expect("forwarded");
@@ -121,18 +102,10 @@ async fn progress_reaches_the_stream_of_its_call_between_start_and_end() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_flood_of_reports_is_paced_and_never_waits_for_the_client() {
     let release = Arc::new(Notify::new());
-    let mut gw = Gateway::start(held("web_search.sse", release.clone())).await;
+    let mut gw = Gateway::start(held_reply("web_search.sse", release.clone())).await;
     let hub = LocalHub::new(Duration::from_secs(5));
     let proxy = proxy_with_hub(&gw.url(), hub.clone()).await;
-    let request = http::Request::post(format!("http://{proxy}/v1/responses"))
-        .header("x-toolpulse-profiles", "tool")
-        .body(http_body_util::Full::new(bytes::Bytes::from_static(
-            REQUEST.as_bytes(),
-        )))
-        .expect("request");
-    let response = http_client().request(request).await.expect("response");
-    let mut body = response.into_body();
-    let mut seen = read_until(&mut body, "tool_start").await;
+    let (mut body, mut seen) = stream_until(proxy, "tool", "tool_start").await;
     gw.requests.recv().await.expect("forwarded");
 
     // 100,000 reports while the client reads nothing: the sender never blocks.

@@ -249,36 +249,6 @@ pub fn listed_calls(data: &[u8]) -> Vec<ListedCall<'_>> {
         .collect()
 }
 
-/// The largest top-level-looking `"output_index": N` in an event's data, found without parsing
-/// it (for events forwarded unread). A key inside a nested object counts too: the result is
-/// only ever used as a lower bound for new indices, where too high is harmless.
-pub fn scan_output_index(data: &[u8]) -> Option<u64> {
-    static KEY: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
-        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"\"output_index\""));
-    let mut max = None;
-    for at in KEY.find_iter(data) {
-        // Inside a string, the opening quote would be escaped by an odd run of backslashes.
-        let backslashes = data[..at].iter().rev().take_while(|&&b| b == b'\\').count();
-        if backslashes % 2 == 1 {
-            continue;
-        }
-        let rest = &data[at + b"\"output_index\"".len()..];
-        let rest = rest
-            .trim_ascii_start()
-            .strip_prefix(b":")
-            .unwrap_or_default();
-        let rest = rest.trim_ascii_start();
-        let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
-        if let Some(n) = std::str::from_utf8(&rest[..digits])
-            .ok()
-            .and_then(plain_u64)
-        {
-            max = max.max(Some(n));
-        }
-    }
-    max
-}
-
 /// What an output item means for tool calls; nothing when it is not an object or a member that
 /// matters has the wrong type.
 fn item_signal(item: &RawValue, done: bool, output_index: Option<u64>) -> Option<Signal<'_>> {

@@ -16,6 +16,11 @@ pub struct Indices {
 }
 
 impl Indices {
+    /// Whether an item has this upstream index.
+    pub fn knows(&self, upstream: u64) -> bool {
+        self.items.contains_key(&upstream)
+    }
+
     pub fn upstream(&mut self, upstream: u64, client: u64) -> Result<(), String> {
         if upstream >= MAX_INDEX {
             return match client == upstream {

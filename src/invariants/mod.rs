@@ -14,8 +14,9 @@
 //! 4. lose nothing: every input event appears in the output, in order; so does an unterminated
 //!    tail. Injected events have the documented shape (no top-level `error`, an `item_id` the
 //!    client has already seen: a companion at its own `output_index`, or the call item itself);
-//! 5. indices: within a response, an upstream item keeps one `output_index` on all its events,
-//!    items keep their order, no index is shared, and a companion's is above all used before it.
+//! 5. indices: within a response, an upstream item (introduced by an `output_item.added` or
+//!    `.done`) keeps one `output_index` on all its events, items keep their order, no index is
+//!    shared, and a companion's is above all used before it.
 
 mod calls;
 mod indices;
@@ -87,7 +88,7 @@ pub fn check(input: &[u8], output: &[u8], max_event_bytes: usize) -> Result<Repo
             let read = inp.raw().len() <= max_event_bytes;
             if let Some(json) = json_of(out) {
                 calls
-                    .see_upstream(json_of(inp).as_ref(), &json, read)
+                    .see_upstream(json_of(inp).as_ref(), &json, inp.event_type(), read)
                     .map_err(|e| format!("output event {k}: {e}"))?;
             }
             if !read {

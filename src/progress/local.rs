@@ -160,20 +160,14 @@ impl LocalHub {
             return;
         };
         let call = s.calls.swap_remove(i);
-        if state.closed.len() >= MAX_RECENTLY_CLOSED {
-            state.closed.pop_front();
-        }
-        state.closed.push_back((call.name, call.arguments));
+        remember_closed(&mut state, call);
     }
 
     fn end_stream(&self, stream: u64) {
         let mut state = self.state();
         if let Some(s) = state.streams.remove(&stream) {
             for call in s.calls {
-                if state.closed.len() >= MAX_RECENTLY_CLOSED {
-                    state.closed.pop_front();
-                }
-                state.closed.push_back((call.name, call.arguments));
+                remember_closed(&mut state, call);
             }
         }
     }
@@ -293,6 +287,13 @@ fn find(state: &State, name: &str, arguments: Option<&Value>, trace: Option<Trac
         }
     }
     found
+}
+
+fn remember_closed(state: &mut State, call: OpenCall) {
+    if state.closed.len() >= MAX_RECENTLY_CLOSED {
+        state.closed.pop_front();
+    }
+    state.closed.push_back((call.name, call.arguments));
 }
 
 fn was_closed(state: &State, name: &str, arguments: Option<&Value>) -> bool {

@@ -41,8 +41,8 @@ impl OutputIndices {
         self.runs.last().map_or(0, |r| r.1)
     }
 
-    /// Notes an upstream index without mapping it (an event forwarded unread).
-    pub fn saw(&mut self, upstream: u64) {
+    /// Notes an upstream index as seen.
+    fn saw(&mut self, upstream: u64) {
         if upstream < MAX_INDEX {
             self.max_seen = self.max_seen.max(Some(upstream));
         }

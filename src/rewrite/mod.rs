@@ -312,13 +312,11 @@ impl Rewriter {
             || !self.tracker.open_calls().is_empty()
             || event.event_type().is_none_or(responses::may_signal);
         if !must_read && self.resume_after.is_none() {
+            // Not read, so its `output_index` is not seen: every item is introduced by an
+            // `output_item.added`/`.done`, which is always read, so the highest index seen is
+            // the highest item's (scanning every event for its index cost ~20 % of the
+            // text-only throughput).
             self.out.extend_from_slice(event.raw());
-            // A companion goes above every index used so far, read or not.
-            if self.has_companions()
-                && let Some(index) = responses::scan_output_index(&data)
-            {
-                self.indices.saw(index);
-            }
             if SEQUENCE_NUMBER.find(&data).is_none() {
                 return;
             }

@@ -75,6 +75,28 @@ impl Reply {
     }
 }
 
+/// Blocks of `name` up to the tool's output, then a wait for `release`, then the rest.
+pub fn held_reply(
+    name: &str,
+    release: Arc<Notify>,
+) -> impl Fn(&Recorded) -> Reply + Send + Sync + 'static {
+    let blocks = super::blocks(&super::read(&super::fixtures_dir().join(name)));
+    let at = blocks
+        .iter()
+        .position(|b| String::from_utf8_lossy(b).contains("\"type\":\"function_call_output\""))
+        .expect("an output");
+    move |_| {
+        let mut actions: Vec<Action> = blocks[..at].iter().cloned().map(Action::Chunk).collect();
+        actions.push(Action::Wait(release.clone()));
+        actions.extend(blocks[at..].iter().cloned().map(Action::Chunk));
+        actions.push(Action::End);
+        Reply {
+            head: Reply::sse(vec![]).head,
+            actions,
+        }
+    }
+}
+
 pub struct Gateway {
     pub addr: SocketAddr,
     pub requests: mpsc::UnboundedReceiver<Recorded>,

@@ -111,16 +111,17 @@ pub async fn start_proxy_with_handle(
 ) -> (std::net::SocketAddr, Arc<Proxy>) {
     config.proxy.upstream = Some(upstream.parse().expect("upstream URL"));
     let proxy = Arc::new(Proxy::new(Arc::new(config)).expect("proxy"));
+    (serve_proxy(proxy.clone()).await, proxy)
+}
+
+/// Serves `proxy` on a loopback port until the test ends.
+pub async fn serve_proxy(proxy: Arc<Proxy>) -> std::net::SocketAddr {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");
     let addr = listener.local_addr().expect("addr");
-    tokio::spawn(server::serve(
-        listener,
-        proxy.clone(),
-        std::future::pending(),
-    ));
-    (addr, proxy)
+    tokio::spawn(server::serve(listener, proxy, std::future::pending()));
+    addr
 }
 
 pub type HttpClient = Client<hyper_util::client::legacy::connect::HttpConnector, Full<Bytes>>;
