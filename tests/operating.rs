@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::sync::mpsc as std_mpsc;
 use std::time::Duration;
 
-use common::gateway::{Action, Gateway, Reply, held_reply};
+use common::gateway::{Gateway, Reply, held_reply};
 use common::*;
 use http_body_util::BodyExt;
 use tokio::sync::Notify;
@@ -19,8 +19,6 @@ use toolpulse::Config;
 use toolpulse::admin::{self, Admin};
 
 const REQUEST: &str = r#"{"model":"m","input":"hi","stream":true}"#;
-
-use common::gateway;
 
 async fn get(url: String) -> (u16, String) {
     let response = http_client()
