@@ -8,6 +8,8 @@
 //! - [`profiles`]: one small emitter per client contract (`openai` today);
 //! - [`rewrite`]: the [`Rewriter`] that ties them together: `feed(chunk, now) -> Bytes`;
 //! - [`config`]: the TOML configuration, validated;
+//! - [`mcp`]: the MCP front (a second listener before the gateway's MCP servers) and
+//!   `POST /v1/progress`, which hand tools' progress to a [`progress::ProgressHub`];
 //! - [`invariants`]: a checker of PRODUCT.md §2's invariants over an input/output pair, used by
 //!   the tests (and fuzzing).
 
@@ -17,6 +19,7 @@ pub mod demo;
 pub mod dialect;
 pub mod invariants;
 pub mod lifecycle;
+pub mod mcp;
 pub mod metrics;
 pub mod profiles;
 pub mod progress;

@@ -1,8 +1,9 @@
-//! Running toolpulse as a service: the proxy and admin listeners, readiness, signals.
+//! Running toolpulse as a service: the proxy, MCP and admin listeners, readiness, signals.
 //!
 //! - SIGTERM/SIGINT: stop accepting, `/readyz` turns 503, in-flight streams get up to
-//!   `drain_timeout` to finish; then the rest are ended with their open calls closed. A second
-//!   signal exits at once.
+//!   `drain_timeout` to finish; then the rest are ended with their open calls closed. The MCP
+//!   listener (when configured) stops too: its GET streams end at once, answers to calls get
+//!   the same drain time. A second signal exits at once.
 //! - SIGHUP: re-read the config file; a valid one applies to new streams, an invalid one is
 //!   logged (with the key and line) and the running config stays.
 
@@ -16,7 +17,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::admin::{self, Admin};
 use crate::config::{Config, Overrides};
+use crate::mcp::{self, Front};
 use crate::metrics::Outcome;
+use crate::progress::{BindingId, Delivery, McpToolCall, Progress, ProgressHub, Target};
 use crate::proxy::{Proxy, server};
 
 /// Exit status after a second stop signal.
@@ -37,6 +40,17 @@ pub async fn run(
         .await
         .with_context(|| format!("cannot listen on {} (admin.listen)", config.admin.listen))?;
     let admin_addr = admin_listener.local_addr()?;
+    let hub: Arc<dyn ProgressHub> = Arc::new(NoStreams);
+    let front = Front::new(&config, hub, proxy.metrics().clone())?.map(Arc::new);
+    let mcp = match &front {
+        Some(front) => {
+            let listener = TcpListener::bind(front.listen())
+                .await
+                .with_context(|| format!("cannot listen on {} (mcp.listen)", front.listen()))?;
+            Some((listener, front.clone()))
+        }
+        None => None,
+    };
     tokio::spawn(admin::serve(
         admin_listener,
         admin.clone(),
@@ -52,22 +66,63 @@ pub async fn run(
         overrides,
     ));
     admin.set_ready(true);
+    let mcp_addr = match &mcp {
+        Some((listener, _)) => Some(listener.local_addr()?),
+        None => None,
+    };
     tracing::info!(
         listen = %listener.local_addr()?,
         admin = %admin_addr,
+        mcp = mcp_addr.map(|a| a.to_string()),
         upstream = config.proxy.upstream.as_ref().map(ToString::to_string),
         "toolpulse listening"
     );
-    let connections = server::serve(listener, proxy.clone(), stop.clone().cancelled_owned()).await;
+    let mcp_serving = async {
+        match mcp {
+            Some((listener, front)) => {
+                let shutdown = stop.clone().cancelled_owned();
+                Some(mcp::server::serve(listener, front, shutdown).await)
+            }
+            None => None,
+        }
+    };
+    let proxy_serving = server::serve(listener, proxy.clone(), stop.clone().cancelled_owned());
+    let (connections, mcp_connections) = tokio::join!(proxy_serving, mcp_serving);
     admin.set_ready(false);
     let drain_timeout = config.proxy.drain_timeout;
     tracing::info!(
         ?drain_timeout,
         "stopped accepting; draining in-flight streams"
     );
-    let clean = connections.drain(drain_timeout, &proxy).await;
-    tracing::info!(clean, "stopped");
+    let mcp_drain = async {
+        match (mcp_connections, &front) {
+            (Some(connections), Some(front)) => connections.drain(drain_timeout, front).await,
+            _ => true,
+        }
+    };
+    let (clean, mcp_clean) = tokio::join!(connections.drain(drain_timeout, &proxy), mcp_drain);
+    tracing::info!(clean = clean && mcp_clean, "stopped");
     Ok(())
+}
+
+/// The hub until the registry of open calls is wired in here: it knows no client stream, so
+/// every report is unmatched (and counted so). The MCP front still forwards faithfully.
+struct NoStreams;
+
+impl ProgressHub for NoStreams {
+    fn bind(&self, _call: McpToolCall) -> BindingId {
+        BindingId(0)
+    }
+
+    fn progress(&self, _binding: BindingId, _progress: Progress) -> Delivery {
+        Delivery::Unmatched
+    }
+
+    fn release(&self, _binding: BindingId) {}
+
+    fn post(&self, _target: Target, _progress: Progress) -> Delivery {
+        Delivery::Unmatched
+    }
 }
 
 async fn handle_signals(
