@@ -14,6 +14,9 @@
 #   `--config FILE` or `-e TOOLPULSE_CONFIG=FILE`. SIGHUP (`docker kill -s HUP`) reloads it.
 # - Ports: the proxy on 0.0.0.0:8080 and the admin listener (/healthz, /readyz, /metrics) on
 #   0.0.0.0:9464, set by the ENTRYPOINT's flags, which win over the config file's `listen` keys.
+#   8090 is the MCP front's, when the config lists [[mcp.servers]] and sets
+#   `[mcp] listen = "0.0.0.0:8090"` (which needs [progress] token or TOOLPULSE_PROGRESS_TOKEN);
+#   see deploy/docker-compose.yml.
 # - Stopping: SIGTERM drains in-flight streams for up to `[proxy] drain_timeout_ms` (30 s by
 #   default), but `docker stop` waits only 10 s before SIGKILL: give it `--stop-timeout 45`
 #   (`stop_grace_period: 45s` in compose, `terminationGracePeriodSeconds` in Kubernetes).
@@ -58,7 +61,7 @@ ENV TOOLPULSE_CONFIG=/etc/toolpulse/toolpulse.toml
 
 # Numeric, so Kubernetes' runAsNonRoot can verify it without reading /etc/passwd.
 USER 10001:10001
-EXPOSE 8080 9464
+EXPOSE 8080 9464 8090
 STOPSIGNAL SIGTERM
 HEALTHCHECK --interval=10s --timeout=5s --start-period=5s --retries=3 \
   CMD ["toolpulse", "health", "--admin", "127.0.0.1:9464"]

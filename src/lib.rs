@@ -9,6 +9,8 @@
 //! - [`rewrite`]: the [`Rewriter`] that ties them together: `feed(chunk, now) -> Bytes`;
 //! - [`config`]: the TOML configuration, validated;
 //! - [`unconfigured`]: tools the gateway ran that no `[[tools]]` rule names, said once per name;
+//! - [`mcp`]: the MCP front (a second listener before the gateway's MCP servers) and
+//!   `POST /v1/progress`, which hand tools' progress to a [`progress::ProgressHub`];
 //! - [`invariants`]: a checker of PRODUCT.md §2's invariants over an input/output pair, used by
 //!   the tests (and fuzzing).
 
@@ -18,6 +20,7 @@ pub mod demo;
 pub mod dialect;
 pub mod invariants;
 pub mod lifecycle;
+pub mod mcp;
 pub mod metrics;
 pub mod profiles;
 pub mod progress;

@@ -11,6 +11,8 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
+use crate::progress::Delivery;
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct Outcome {
     pub outcome: &'static str,
@@ -38,6 +40,19 @@ pub struct Cause {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ServerOutcome {
+    /// A configured `[[mcp.servers]]` name (so the series stay bounded).
+    pub server: String,
+    pub outcome: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct SourceOutcome {
+    pub source: &'static str,
+    pub outcome: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct Response {
     pub response: &'static str,
 }
@@ -62,6 +77,9 @@ pub struct Metrics {
     pub connections_active: Gauge,
     pub connections_rejected: Counter,
     pub config_reloads: Family<Outcome, Counter>,
+    pub mcp_requests: Family<ServerOutcome, Counter>,
+    pub progress: Family<SourceOutcome, Counter>,
+    pub mcp_bound_calls: Gauge,
 }
 
 impl Default for Metrics {
@@ -87,6 +105,9 @@ impl Metrics {
             connections_active: Gauge::default(),
             connections_rejected: Counter::default(),
             config_reloads: Family::default(),
+            mcp_requests: Family::default(),
+            progress: Family::default(),
+            mcp_bound_calls: Gauge::default(),
         };
         let r = &mut m.registry;
         r.register(
@@ -154,6 +175,21 @@ impl Metrics {
             "SIGHUP config reloads, by result",
             m.config_reloads.clone(),
         );
+        r.register(
+            "mcp_requests",
+            "Requests forwarded by the MCP front, by server and outcome",
+            m.mcp_requests.clone(),
+        );
+        r.register(
+            "progress",
+            "Progress reports, by source (mcp, http) and what became of them",
+            m.progress.clone(),
+        );
+        r.register(
+            "mcp_bound_calls",
+            "MCP tools/call requests whose progress is followed now",
+            m.mcp_bound_calls.clone(),
+        );
         m
     }
 
@@ -164,6 +200,19 @@ impl Metrics {
         self.tool_duration
             .get_or_create(&Kind { kind })
             .observe(duration.as_secs_f64());
+    }
+
+    /// Counts one progress report from `source` (`mcp` or `http`) by what the hub did with it.
+    pub fn progress(&self, source: &'static str, delivery: Delivery) {
+        let outcome = match delivery {
+            Delivery::Delivered => "delivered",
+            Delivery::Unmatched => "unmatched",
+            Delivery::Ambiguous => "ambiguous",
+            Delivery::Late => "late",
+            Delivery::Waiting => "waiting",
+        };
+        let label = SourceOutcome { source, outcome };
+        self.progress.get_or_create(&label).inc();
     }
 
     pub fn upstream_error(&self, cause: &'static str) {

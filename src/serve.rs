@@ -1,8 +1,9 @@
-//! Running toolpulse as a service: the proxy and admin listeners, readiness, signals.
+//! Running toolpulse as a service: the proxy, MCP and admin listeners, readiness, signals.
 //!
 //! - SIGTERM/SIGINT: stop accepting, `/readyz` turns 503, in-flight streams get up to
-//!   `drain_timeout` to finish; then the rest are ended with their open calls closed. A second
-//!   signal exits at once.
+//!   `drain_timeout` to finish; then the rest are ended with their open calls closed. The MCP
+//!   listener (when configured) stops too: its GET streams end at once, answers to calls get
+//!   the same drain time. A second signal exits at once.
 //! - SIGHUP: re-read the config file; a valid one applies to new streams, an invalid one is
 //!   logged (with the key and line) and the running config stays.
 
@@ -16,7 +17,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::admin::{self, Admin};
 use crate::config::{Config, Overrides};
+use crate::mcp::{self, Front};
 use crate::metrics::Outcome;
+use crate::progress::local::LocalHub;
 use crate::proxy::{Proxy, server};
 
 /// Exit status after a second stop signal.
@@ -28,7 +31,16 @@ pub async fn run(
     overrides: Overrides,
 ) -> anyhow::Result<()> {
     let config = Arc::new(config);
-    let proxy = Arc::new(Proxy::new(config.clone())?);
+    // The registry of open calls, when something can report progress (the MCP listener).
+    let hub = config
+        .mcp
+        .as_ref()
+        .map(|_| LocalHub::new(config.progress.bind_window));
+    let mut proxy = Proxy::new(config.clone())?;
+    if let Some(hub) = &hub {
+        proxy = proxy.with_progress(hub.clone());
+    }
+    let proxy = Arc::new(proxy);
     let admin = Arc::new(Admin::new(proxy.metrics().clone()));
     let listener = TcpListener::bind(config.proxy.listen)
         .await
@@ -37,6 +49,19 @@ pub async fn run(
         .await
         .with_context(|| format!("cannot listen on {} (admin.listen)", config.admin.listen))?;
     let admin_addr = admin_listener.local_addr()?;
+    let front = match hub {
+        Some(hub) => Front::new(&config, hub, proxy.metrics().clone())?.map(Arc::new),
+        None => None,
+    };
+    let mcp = match &front {
+        Some(front) => {
+            let listener = TcpListener::bind(front.listen())
+                .await
+                .with_context(|| format!("cannot listen on {} (mcp.listen)", front.listen()))?;
+            Some((listener, front.clone()))
+        }
+        None => None,
+    };
     tokio::spawn(admin::serve(
         admin_listener,
         admin.clone(),
@@ -52,21 +77,42 @@ pub async fn run(
         overrides,
     ));
     admin.set_ready(true);
+    let mcp_addr = match &mcp {
+        Some((listener, _)) => Some(listener.local_addr()?),
+        None => None,
+    };
     tracing::info!(
         listen = %listener.local_addr()?,
         admin = %admin_addr,
+        mcp = mcp_addr.map(|a| a.to_string()),
         upstream = config.proxy.upstream.as_ref().map(ToString::to_string),
         "toolpulse listening"
     );
-    let connections = server::serve(listener, proxy.clone(), stop.clone().cancelled_owned()).await;
+    let mcp_serving = async {
+        match mcp {
+            Some((listener, front)) => {
+                let shutdown = stop.clone().cancelled_owned();
+                Some(mcp::server::serve(listener, front, shutdown).await)
+            }
+            None => None,
+        }
+    };
+    let proxy_serving = server::serve(listener, proxy.clone(), stop.clone().cancelled_owned());
+    let (connections, mcp_connections) = tokio::join!(proxy_serving, mcp_serving);
     admin.set_ready(false);
     let drain_timeout = config.proxy.drain_timeout;
     tracing::info!(
         ?drain_timeout,
         "stopped accepting; draining in-flight streams"
     );
-    let clean = connections.drain(drain_timeout, &proxy).await;
-    tracing::info!(clean, "stopped");
+    let mcp_drain = async {
+        match (mcp_connections, &front) {
+            (Some(connections), Some(front)) => connections.drain(drain_timeout, front).await,
+            _ => true,
+        }
+    };
+    let (clean, mcp_clean) = tokio::join!(connections.drain(drain_timeout, &proxy), mcp_drain);
+    tracing::info!(clean = clean && mcp_clean, "stopped");
     Ok(())
 }
 

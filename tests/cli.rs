@@ -274,3 +274,43 @@ fn the_readme_quickstart_says_how_to_get_the_binary_and_what_the_first_build_cos
         );
     }
 }
+
+#[test]
+fn an_mcp_listener_beyond_loopback_needs_a_token() {
+    let dir = std::env::temp_dir().join(format!("toolpulse-cli-mcp-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let path = dir.join("mcp.toml");
+    let config = "[mcp]\nlisten = \"0.0.0.0:0\"\n\n[[mcp.servers]]\nname = \"github\"\nupstream = \"http://127.0.0.1:1/mcp\"\n";
+    std::fs::write(&path, config).expect("write config");
+    let path = path.to_str().expect("utf-8 path");
+    let run = |args: &[&str], token: Option<&str>| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_toolpulse"));
+        command
+            .args(args)
+            .env_remove("TOOLPULSE_CONFIG")
+            .env_remove("TOOLPULSE_PROGRESS_TOKEN");
+        if let Some(token) = token {
+            command.env("TOOLPULSE_PROGRESS_TOKEN", token);
+        }
+        command.output().expect("run toolpulse")
+    };
+    for args in [
+        &["check", path][..],
+        &["--config", path, "--upstream", "http://127.0.0.1:1"],
+    ] {
+        let out = run(args, None);
+        assert!(!out.status.success(), "{args:?} must refuse");
+        let e = stderr(&out);
+        assert!(
+            e.contains("line 2: mcp.listen") && e.contains("[progress] token"),
+            "{e}"
+        );
+    }
+    let out = run(&["check", path], Some("a-token-of-16-chars"));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("mcp: listen 0.0.0.0:0"), "{text}");
+    assert!(text.contains("/github -> http://127.0.0.1:1/mcp"), "{text}");
+    assert!(text.contains("progress: bearer token required"), "{text}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

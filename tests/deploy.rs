@@ -333,7 +333,8 @@ fn dockerfile_copies_and_builds_what_the_repo_has() {
         .split_whitespace()
         .map(|p| p.parse().expect("EXPOSE port"))
         .collect();
-    assert_eq!(exposed, [proxy_port, admin_port]);
+    let mcp_port = port_of(toolpulse::config::mcp::DEFAULT_MCP_LISTEN);
+    assert_eq!(exposed, [proxy_port, admin_port, mcp_port]);
     let health = docker.healthcheck();
     assert_eq!(health[..2], ["toolpulse", "health"]);
     assert_eq!(port_of(flag(&health, "--admin")), admin_port);
@@ -645,11 +646,61 @@ fn compose_puts_toolpulse_in_front_of_the_gateway() {
         .collect();
     assert_eq!(test, health, "the image's HEALTHCHECK");
 
-    // The image's config decides the drain; docker must wait longer before SIGKILL.
-    let config = docker
-        .origin(&docker.env("TOOLPULSE_CONFIG"))
-        .expect("from the repo");
-    let config = toolpulse::Config::from_toml_str(&read_text(&repo(&config))).expect("config");
+    // The compose file's config, mounted over the image's, decides the drain; docker must
+    // wait longer before SIGKILL.
+    let mounts = list(&toolpulse["configs"], "configs");
+    assert_eq!(mounts.len(), 1, "one config");
+    assert_eq!(
+        text(&mounts[0]["target"], "target"),
+        docker.env("TOOLPULSE_CONFIG"),
+        "mounted where the image reads its config"
+    );
+    let source = text(&mounts[0]["source"], "source");
+    let content = text(&compose["configs"][source]["content"], "config content");
+    let token = text(
+        &toolpulse["environment"]["TOOLPULSE_PROGRESS_TOKEN"],
+        "TOOLPULSE_PROGRESS_TOKEN",
+    );
+    assert!(
+        token.contains(":?"),
+        "compose refuses to start without a token: {token}"
+    );
+    assert!(
+        toolpulse::Config::from_toml_str(content).is_err(),
+        "the MCP listener is not on loopback: without the token toolpulse refuses to start"
+    );
+    let config = toolpulse::Config::from_toml_with_token(content, Some("a-token-of-16-chars"))
+        .expect("the compose file's config");
+
+    // The gateway's MCP servers are compose services reached through toolpulse's MCP port,
+    // which only the compose network sees.
+    let mcp = config.mcp.as_ref().expect("an MCP front");
+    let exposed: Vec<u16> = docker
+        .last(docker.runtime(), "EXPOSE")
+        .split_whitespace()
+        .map(|p| p.parse().expect("EXPOSE port"))
+        .collect();
+    assert!(exposed.contains(&mcp.listen.port()), "{exposed:?}");
+    let expose: Vec<String> = list(&toolpulse["expose"], "expose")
+        .iter()
+        .map(|p| text(p, "port").to_string())
+        .collect();
+    assert_eq!(expose, [mcp.listen.port().to_string()]);
+    let published = list(&toolpulse["ports"], "ports");
+    assert!(
+        published
+            .iter()
+            .all(|p| !text(p, "port").ends_with(&format!(":{}", mcp.listen.port()))),
+        "the MCP port is not published"
+    );
+    assert!(!mcp.servers.is_empty());
+    for server in &mcp.servers {
+        let host = server.upstream.host().expect("host");
+        assert!(
+            services.contains_key(&Yaml::String(host.into())),
+            "MCP server host {host} is not a compose service"
+        );
+    }
     let grace = text(&toolpulse["stop_grace_period"], "stop_grace_period");
     let grace: u64 = grace
         .strip_suffix('s')

@@ -15,8 +15,10 @@ use crate::lifecycle::classify::{FALLBACK, Origin};
 use crate::lifecycle::{Classifier, FailureRules};
 use crate::profiles::Profile;
 use crate::sanitize::Sanitizer;
+pub use mcp::{BearerToken, McpConfig, McpServer, PROGRESS_TOKEN_ENV, ProgressConfig};
 use raw::*;
 
+pub mod mcp;
 mod raw;
 
 pub const DEFAULT_HEARTBEAT_MS: u64 = 10_000;
@@ -117,6 +119,9 @@ pub struct Config {
     pub sanitizer: Sanitizer,
     /// The templates of each `[[tools]]` rule, by rule index.
     pub tool_templates: Vec<ToolTemplates>,
+    /// The MCP front; `None` when its listener does not run.
+    pub mcp: Option<McpConfig>,
+    pub progress: ProgressConfig,
 }
 
 /// The `[events]` section: which profiles render lifecycle events.
@@ -265,18 +270,31 @@ impl Default for Config {
             events: EventsConfig::default(),
             sanitizer: Sanitizer::default(),
             tool_templates: Vec::new(),
+            mcp: None,
+            progress: ProgressConfig::default(),
         }
     }
 }
 
 impl Config {
-    /// Parses and validates a config file's text.
+    /// Parses and validates a config file's text (the environment is not read).
     pub fn from_toml_str(text: &str) -> Result<Config, ConfigError> {
+        Config::from_toml_with_token(text, None)
+    }
+
+    /// Like [`Config::from_toml_str`], with the value of [`PROGRESS_TOKEN_ENV`] as the
+    /// `[progress] token` when the text names none.
+    pub fn from_toml_with_token(
+        text: &str,
+        env_token: Option<&str>,
+    ) -> Result<Config, ConfigError> {
         let raw: RawConfig = toml::from_str(text).map_err(|e| ConfigError::syntax(e, text))?;
         let invalid = |key: String, span: std::ops::Range<usize>, message: String| {
             let line = text[..span.start.min(text.len())].matches('\n').count() + 1;
             ConfigError::Invalid { key, line, message }
         };
+        let progress = mcp::progress(&raw.progress, env_token, &invalid)?;
+        let mcp = mcp::mcp(&raw.mcp, &progress, &invalid)?;
 
         let mut rules = Vec::new();
         for (i, tool) in raw.tools.iter().enumerate() {
@@ -418,6 +436,8 @@ impl Config {
             events,
             sanitizer,
             tool_templates,
+            mcp,
+            progress,
             proxy,
             admin: AdminConfig {
                 listen: admin_listen,
@@ -472,6 +492,22 @@ impl Config {
             .map_or("(none: give --upstream)".into(), Uri::to_string);
         let _ = writeln!(s, "proxy: listen {} -> upstream {upstream}", proxy.listen);
         let _ = writeln!(s, "admin: listen {}", self.admin.listen);
+        match &self.mcp {
+            None => s.push_str("mcp: off (no [[mcp.servers]], no [mcp] listen)\n"),
+            Some(mcp) => {
+                let _ = writeln!(s, "mcp: listen {}", mcp.listen);
+                for server in &mcp.servers {
+                    let (name, upstream) = (&server.name, &server.upstream);
+                    let tool = server.function_name("TOOL");
+                    let _ = writeln!(s, "  /{name} -> {upstream} (tools named {tool})");
+                }
+            }
+        }
+        let token = match self.progress.token {
+            Some(_) => "required",
+            None => "not required",
+        };
+        let _ = writeln!(s, "progress: bearer token {token}");
         let names = |list: &[Profile]| list.iter().map(|p| p.name()).collect::<Vec<_>>().join(", ");
         let (on, allowed) = (
             names(&self.events.profiles),
@@ -484,13 +520,18 @@ impl Config {
         s
     }
 
-    /// Reads and validates a config file.
+    /// Reads and validates a config file; the `[progress] token` may come from
+    /// [`PROGRESS_TOKEN_ENV`].
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
         let text = std::fs::read_to_string(path).map_err(|error| ConfigError::Read {
             path: path.display().to_string(),
             error,
         })?;
-        Config::from_toml_str(&text)
+        // An empty variable counts as unset, as shells and compose files often leave it.
+        let env_token = std::env::var(PROGRESS_TOKEN_ENV)
+            .ok()
+            .filter(|t| !t.is_empty());
+        Config::from_toml_with_token(&text, env_token.as_deref())
     }
 }
 

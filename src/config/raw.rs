@@ -21,6 +21,8 @@ pub(super) struct RawConfig {
     pub(super) admin: RawAdmin,
     pub(super) events: RawEvents,
     pub(super) sanitize: RawSanitize,
+    pub(super) mcp: super::mcp::RawMcp,
+    pub(super) progress: super::mcp::RawProgress,
 }
 
 #[derive(Deserialize)]

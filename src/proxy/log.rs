@@ -93,6 +93,16 @@ impl Drop for RequestLog {
                 m.streams_active.dec();
                 m.events_uninterpreted
                     .inc_by(stats.unreadable + stats.oversize_events);
+                // Reports a newer one replaced before they reached the client.
+                let coalesced = crate::metrics::SourceOutcome {
+                    source: "stream",
+                    outcome: "coalesced",
+                };
+                if stats.progress_coalesced > 0 {
+                    m.progress
+                        .get_or_create(&coalesced)
+                        .inc_by(stats.progress_coalesced);
+                }
                 (Some(end.as_str()), stats)
             }
             None => (None, Stats::default()),

@@ -222,7 +222,10 @@ impl Proxy {
         }
         headers::prepare_rewritten_response(&mut head.headers);
         let now = tokio::time::Instant::now().into_std();
-        let mut rewriter = Rewriter::new(config).with_wall_clock(SystemTime::now(), now);
+        let interval = config.progress.min_interval;
+        let mut rewriter = Rewriter::new(config)
+            .with_wall_clock(SystemTime::now(), now)
+            .with_progress_interval(interval);
         if let Some(profiles) = profiles {
             rewriter = rewriter.with_profiles(profiles);
         }

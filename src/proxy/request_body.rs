@@ -2,6 +2,7 @@
 //! `POST …/responses` body, which is read (up to [`MAX_READ_BODY_BYTES`]) so that the companion
 //! items a client replays can be removed ([`crate::dialect::request::strip_companions`]). A
 //! body over the limit goes on unchanged: what was read first, then the rest as it streams.
+//! The MCP front reads `tools/call` bodies the same way ([`read_up_to`]).
 
 use std::collections::VecDeque;
 use std::pin::Pin;
@@ -39,38 +40,62 @@ pub async fn prepare(head: &mut Parts, body: Incoming) -> Result<RequestBody, hy
     if !is_responses_create(head) {
         return Ok(RequestBody::Streamed(body));
     }
-    let mut body = body;
+    let (mut frames, rest) = read_up_to(body, MAX_READ_BODY_BYTES).await?;
+    if rest.is_some() {
+        tracing::info!(
+            limit = MAX_READ_BODY_BYTES,
+            "request body over the read limit: forwarded without removing companion items"
+        );
+        return Ok(RequestBody::Read { frames, rest });
+    }
+    if let Some(whole) = whole(&frames)
+        && let Some(stripped) = strip_companions(&whole)
+    {
+        tracing::debug!(
+            removed_bytes = whole.len() - stripped.len(),
+            "removed companion items from the request's input"
+        );
+        head.headers
+            .insert(header::CONTENT_LENGTH, HeaderValue::from(stripped.len()));
+        frames = VecDeque::from([Frame::data(Bytes::from(stripped))]);
+    }
+    Ok(RequestBody::Read { frames, rest: None })
+}
+
+/// Reads `body` to its end, or until more than `limit` bytes were read: then the unread rest
+/// comes back too.
+pub async fn read_up_to(
+    mut body: Incoming,
+    limit: usize,
+) -> Result<(VecDeque<Frame<Bytes>>, Option<Incoming>), hyper::Error> {
     let mut frames = VecDeque::new();
     let mut read = 0;
     while let Some(frame) = body.frame().await {
         let frame = frame?;
         read += frame.data_ref().map_or(0, Bytes::len);
         frames.push_back(frame);
-        if read > MAX_READ_BODY_BYTES {
-            tracing::info!(
-                limit = MAX_READ_BODY_BYTES,
-                "request body over the read limit: forwarded without removing companion items"
-            );
-            let rest = Some(body);
-            return Ok(RequestBody::Read { frames, rest });
+        if read > limit {
+            return Ok((frames, Some(body)));
         }
     }
-    if frames.iter().all(Frame::is_data) {
-        let mut whole = BytesMut::with_capacity(read);
-        for frame in &frames {
-            whole.extend_from_slice(frame.data_ref().map_or(&[][..], |d| &d[..]));
-        }
-        if let Some(stripped) = strip_companions(&whole) {
-            tracing::debug!(
-                removed_bytes = whole.len() - stripped.len(),
-                "removed companion items from the request's input"
-            );
-            head.headers
-                .insert(header::CONTENT_LENGTH, HeaderValue::from(stripped.len()));
-            frames = VecDeque::from([Frame::data(Bytes::from(stripped))]);
-        }
+    Ok((frames, None))
+}
+
+/// The bytes of a body read whole; `None` when it had trailers.
+pub fn whole(frames: &VecDeque<Frame<Bytes>>) -> Option<BytesMut> {
+    if !frames.iter().all(Frame::is_data) {
+        return None;
     }
-    Ok(RequestBody::Read { frames, rest: None })
+    let len = frames
+        .iter()
+        .filter_map(Frame::data_ref)
+        .map(Bytes::len)
+        .sum();
+    let mut whole = BytesMut::with_capacity(len);
+    for data in frames.iter().filter_map(Frame::data_ref) {
+        whole.extend_from_slice(data);
+    }
+    Some(whole)
 }
 
 impl Body for RequestBody {

@@ -1,0 +1,234 @@
+//! The `[mcp]` and `[progress]` sections: the MCP front's listener, the MCP servers behind it,
+//! and how progress from tools is accepted and paced. Validated here so `mod.rs` stays about the
+//! rewriting core. The one cross-section rule: an MCP listener beyond loopback needs a token,
+//! since `/v1/progress` on it would otherwise let anyone who reaches it write into users' streams.
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use http::Uri;
+use serde::Deserialize;
+use toml::Spanned;
+
+use super::{ConfigError, parse_upstream};
+
+pub const DEFAULT_MCP_LISTEN: &str = "127.0.0.1:8090";
+pub const DEFAULT_CALL_NAME: &str = "{tool}";
+pub const DEFAULT_BIND_WINDOW_MS: u64 = 5_000;
+pub const DEFAULT_MIN_INTERVAL_MS: u64 = 100;
+/// The environment variable that may carry `[progress] token` (kept out of config files).
+pub const PROGRESS_TOKEN_ENV: &str = "TOOLPULSE_PROGRESS_TOKEN";
+/// A shorter bearer token is too easy to guess.
+pub const MIN_TOKEN_CHARS: usize = 16;
+
+/// The `[mcp]` section. Present (`Some` in [`super::Config::mcp`]) when the MCP listener runs:
+/// when at least one server is configured or `[mcp] listen` is given.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct McpConfig {
+    pub listen: SocketAddr,
+    pub servers: Vec<McpServer>,
+}
+
+impl McpConfig {
+    /// The server served at `/<name>`.
+    pub fn server(&self, name: &str) -> Option<&McpServer> {
+        self.servers.iter().find(|s| s.name == name)
+    }
+}
+
+/// One `[[mcp.servers]]` entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct McpServer {
+    /// The path segment it is served at (`/<name>` on the MCP listener).
+    pub name: String,
+    /// The server's Streamable HTTP endpoint.
+    pub upstream: Uri,
+    /// How the gateway names this server's tools in function_call items; contains `{tool}`.
+    pub call_name: String,
+}
+
+impl McpServer {
+    /// The function_call name of this server's tool `tool`.
+    pub fn function_name(&self, tool: &str) -> String {
+        self.call_name.replace("{tool}", tool)
+    }
+}
+
+/// The `[progress]` section.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProgressConfig {
+    /// Required as `Authorization: Bearer …` on `POST /v1/progress` when set.
+    pub token: Option<BearerToken>,
+    /// How long an MCP call may wait for its stream to show the call.
+    pub bind_window: Duration,
+    /// At most one progress event per call per this interval reaches a client.
+    pub min_interval: Duration,
+}
+
+impl Default for ProgressConfig {
+    fn default() -> Self {
+        ProgressConfig {
+            token: None,
+            bind_window: Duration::from_millis(DEFAULT_BIND_WINDOW_MS),
+            min_interval: Duration::from_millis(DEFAULT_MIN_INTERVAL_MS),
+        }
+    }
+}
+
+/// A secret compared in constant time and never printed (`Debug` shows `[redacted]`).
+#[derive(Clone, PartialEq, Eq)]
+pub struct BearerToken(String);
+
+impl BearerToken {
+    /// Whether `candidate` is this token. The time taken depends on the lengths only, so the
+    /// answer does not leak how many leading bytes matched.
+    pub fn matches(&self, candidate: &[u8]) -> bool {
+        let token = self.0.as_bytes();
+        if token.len() != candidate.len() {
+            return false;
+        }
+        let diff = token
+            .iter()
+            .zip(candidate)
+            .fold(0u8, |acc, (a, b)| acc | (a ^ b));
+        std::hint::black_box(diff) == 0
+    }
+}
+
+impl fmt::Debug for BearerToken {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("[redacted]")
+    }
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields, default)]
+pub(super) struct RawMcp {
+    pub(super) listen: Option<Spanned<String>>,
+    pub(super) servers: Vec<RawMcpServer>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawMcpServer {
+    pub(super) name: Spanned<String>,
+    pub(super) upstream: Spanned<String>,
+    pub(super) call_name: Option<Spanned<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub(super) struct RawProgress {
+    pub(super) token: Option<Spanned<String>>,
+    pub(super) bind_window_ms: u64,
+    pub(super) min_interval_ms: u64,
+}
+
+impl Default for RawProgress {
+    fn default() -> Self {
+        RawProgress {
+            token: None,
+            bind_window_ms: DEFAULT_BIND_WINDOW_MS,
+            min_interval_ms: DEFAULT_MIN_INTERVAL_MS,
+        }
+    }
+}
+
+/// Builds a config error for `key` at the byte span of the file's text.
+pub(super) type Invalid<'a> = &'a dyn Fn(String, std::ops::Range<usize>, String) -> ConfigError;
+
+/// Validates `[progress]`; `env_token` is [`PROGRESS_TOKEN_ENV`]'s value, used when the file
+/// names no token.
+pub(super) fn progress(
+    raw: &RawProgress,
+    env_token: Option<&str>,
+    invalid: Invalid,
+) -> Result<ProgressConfig, ConfigError> {
+    let token = match (&raw.token, env_token) {
+        (Some(token), _) => Some(
+            token_from(token.get_ref())
+                .map_err(|m| invalid("progress.token".into(), token.span(), m))?,
+        ),
+        (None, Some(text)) => {
+            Some(token_from(text).map_err(|m| invalid(PROGRESS_TOKEN_ENV.into(), 0..0, m))?)
+        }
+        (None, None) => None,
+    };
+    Ok(ProgressConfig {
+        token,
+        bind_window: Duration::from_millis(raw.bind_window_ms),
+        min_interval: Duration::from_millis(raw.min_interval_ms),
+    })
+}
+
+fn token_from(text: &str) -> Result<BearerToken, String> {
+    if text.chars().count() < MIN_TOKEN_CHARS {
+        return Err(format!("must be at least {MIN_TOKEN_CHARS} characters"));
+    }
+    if !text.bytes().all(|b| b.is_ascii_graphic()) {
+        return Err("must be visible ASCII without spaces (it is sent in a header)".into());
+    }
+    Ok(BearerToken(text.to_string()))
+}
+
+/// Validates `[mcp]`: `None` when the listener does not run (no server, no `listen`).
+pub(super) fn mcp(
+    raw: &RawMcp,
+    progress: &ProgressConfig,
+    invalid: Invalid,
+) -> Result<Option<McpConfig>, ConfigError> {
+    if raw.listen.is_none() && raw.servers.is_empty() {
+        return Ok(None);
+    }
+    let (text, span) = match &raw.listen {
+        Some(listen) => (listen.get_ref().as_str(), listen.span()),
+        None => (DEFAULT_MCP_LISTEN, 0..0),
+    };
+    let listen: SocketAddr = text.parse().map_err(|e| {
+        let message = format!("not an address like {DEFAULT_MCP_LISTEN}: {e}");
+        invalid("mcp.listen".into(), span.clone(), message)
+    })?;
+    if !listen.ip().is_loopback() && progress.token.is_none() {
+        let message = format!(
+            "{listen} is reachable beyond this host: set [progress] token (or \
+             {PROGRESS_TOKEN_ENV}) so that only holders of it can post progress"
+        );
+        return Err(invalid("mcp.listen".into(), span, message));
+    }
+    let mut servers: Vec<McpServer> = Vec::new();
+    for (i, server) in raw.servers.iter().enumerate() {
+        let key = |field: &str| format!("mcp.servers[{i}].{field}");
+        let name = server.name.get_ref();
+        check_name(name).map_err(|m| invalid(key("name"), server.name.span(), m))?;
+        if servers.iter().any(|s| &s.name == name) {
+            let message = format!("{name:?} is already the name of another server");
+            return Err(invalid(key("name"), server.name.span(), message));
+        }
+        let upstream = parse_upstream(server.upstream.get_ref())
+            .map_err(|m| invalid(key("upstream"), server.upstream.span(), m))?;
+        let call_name = match &server.call_name {
+            Some(call_name) if !call_name.get_ref().contains("{tool}") => {
+                let message = "must contain {tool} (the MCP tool's name)".to_string();
+                return Err(invalid(key("call_name"), call_name.span(), message));
+            }
+            Some(call_name) => call_name.get_ref().clone(),
+            None => DEFAULT_CALL_NAME.to_string(),
+        };
+        servers.push(McpServer {
+            name: name.clone(),
+            upstream,
+            call_name,
+        });
+    }
+    Ok(Some(McpConfig { listen, servers }))
+}
+
+/// A server's name is one URL path segment that needs no escaping.
+fn check_name(name: &str) -> Result<(), String> {
+    let plain = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.');
+    if name.is_empty() || !name.bytes().all(plain) || name.bytes().all(|b| b == b'.') {
+        return Err("must be a path segment of letters, digits, '-', '_' and '.'".into());
+    }
+    Ok(())
+}

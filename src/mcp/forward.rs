@@ -1,0 +1,162 @@
+//! Forwarding one request to a configured MCP server: the Streamable HTTP transport passed on
+//! as it is (any method, the body streamed, every end-to-end header, the answer's status and
+//! headers), with two exceptions. A POST body is read (up to [`MAX_CALL_BODY_BYTES`]) so that
+//! its `tools/call` requests can be followed and given toolpulse's progress token; and an
+//! uncompressed SSE answer is read event by event ([`super::answer`]). Requests ask for
+//! uncompressed answers (`Accept-Encoding: identity`) so their events can be read.
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+
+use bytes::Bytes;
+use http::request::Parts;
+use http::{HeaderValue, Method, Request, Response, StatusCode, Uri, header};
+use http_body::Frame;
+use hyper::body::Incoming;
+
+use super::Front;
+use super::answer::Answer;
+use super::body::McpBody;
+use super::calls::{Calls, MAX_CALLS_PER_REQUEST};
+use super::jsonrpc;
+use super::log::McpLog;
+use super::reply;
+use crate::config::McpServer;
+use crate::progress::TraceId;
+use crate::proxy::headers;
+use crate::proxy::request_body::{self, RequestBody};
+
+/// The largest POST body read to find `tools/call` requests; a larger one is forwarded as it
+/// is, and its calls are not followed.
+pub const MAX_CALL_BODY_BYTES: usize = 4 << 20;
+
+pub async fn forward(
+    front: &Front,
+    server: &McpServer,
+    request: Request<Incoming>,
+    peer: SocketAddr,
+    mut log: McpLog,
+) -> Response<McpBody> {
+    log.server = Some(server.name.clone());
+    let (mut head, body) = request.into_parts();
+    let text = |name: &str| head.headers.get(name).and_then(|v| v.to_str().ok());
+    let session = text("mcp-session-id").map(str::to_string);
+    let header_trace = text("traceparent").and_then(TraceId::from_traceparent);
+    let mut calls = front.calls(&server.name, session);
+    let body = if head.method == Method::POST {
+        match read_calls(front, server, &mut head, body, &mut calls, header_trace).await {
+            Ok((body, rpc)) => {
+                log.rpc = rpc;
+                body
+            }
+            Err(error) => {
+                log.status = 400;
+                log.outcome = "client_gone";
+                let message = format!("could not read the request body: {error}");
+                return reply::error(StatusCode::BAD_REQUEST, "unreadable_body", &message, None);
+            }
+        }
+    } else {
+        RequestBody::Streamed(body)
+    };
+    log.calls = calls.len();
+
+    let uri = upstream_uri(&server.upstream, head.uri.query());
+    headers::prepare_request(&mut head, uri, peer, false);
+    let identity = HeaderValue::from_static("identity");
+    head.headers.insert(header::ACCEPT_ENCODING, identity);
+    let is_get = head.method == Method::GET;
+    let pending = front.client.request(Request::from_parts(head, body));
+    let response = match tokio::time::timeout(front.header_timeout, pending).await {
+        Ok(Ok(response)) => response,
+        Ok(Err(error)) => {
+            let (outcome, code) = if error.is_connect() {
+                ("unreachable", "upstream_unreachable")
+            } else {
+                ("upstream_error", "upstream_error")
+            };
+            log.outcome = outcome;
+            log.status = 502;
+            let message = format!("MCP server {} failed: {error}", server.name);
+            tracing::warn!(server = %server.name, %error, "MCP server request failed");
+            return reply::error(StatusCode::BAD_GATEWAY, code, &message, None);
+        }
+        Err(_) => {
+            log.outcome = "timeout";
+            log.status = 504;
+            let message = format!(
+                "MCP server {} sent no response headers within {} ms",
+                server.name,
+                front.header_timeout.as_millis()
+            );
+            return reply::error(
+                StatusCode::GATEWAY_TIMEOUT,
+                "upstream_timeout",
+                &message,
+                None,
+            );
+        }
+    };
+    log.status = response.status().as_u16();
+    let (mut head, body) = response.into_parts();
+    headers::remove_hop_by_hop(&mut head.headers);
+    let answer = headers::is_plain_event_stream(&head.headers).then(Answer::default);
+    if answer.is_some() {
+        // Consumed events change its length.
+        head.headers.remove(header::CONTENT_LENGTH);
+    }
+    // A GET stream only waits for server messages: it ends as soon as toolpulse stops (the
+    // gateway resumes it elsewhere); answers to calls get the drain time.
+    let ending = match is_get {
+        true => front.stop_streams.clone().cancelled_owned(),
+        false => front.end_streams.clone().cancelled_owned(),
+    };
+    Response::from_parts(head, McpBody::forwarded(body, answer, calls, ending, log))
+}
+
+/// Reads a POST body; binds its `tools/call` requests and adds toolpulse's token to those
+/// without one. Returns the body to forward and the JSON-RPC methods (for the log).
+async fn read_calls(
+    front: &Front,
+    server: &McpServer,
+    head: &mut Parts,
+    body: Incoming,
+    calls: &mut Calls,
+    header_trace: Option<TraceId>,
+) -> Result<(RequestBody, Vec<String>), hyper::Error> {
+    let (frames, rest) = request_body::read_up_to(body, MAX_CALL_BODY_BYTES).await?;
+    let whole = match rest {
+        None => request_body::whole(&frames),
+        Some(_) => None,
+    };
+    let Some(whole) = whole else {
+        return Ok((RequestBody::Read { frames, rest }, Vec::new()));
+    };
+    let max_calls = MAX_CALLS_PER_REQUEST.min(front.registry.room());
+    let prepared = jsonrpc::prepare(&whole, max_calls, super::token::new);
+    for call in prepared.calls {
+        let function_name = server.function_name(&call.tool);
+        calls.bind(call, function_name, header_trace);
+    }
+    let frames = match prepared.body {
+        Some(changed) => {
+            let length = HeaderValue::from(changed.len());
+            head.headers.insert(header::CONTENT_LENGTH, length);
+            VecDeque::from([Frame::data(Bytes::from(changed))])
+        }
+        None => frames,
+    };
+    Ok((RequestBody::Read { frames, rest: None }, prepared.methods))
+}
+
+/// The server's endpoint with the request's query, if any.
+fn upstream_uri(upstream: &Uri, query: Option<&str>) -> Uri {
+    let path = upstream.path();
+    let path_and_query = match query {
+        Some(query) => format!("{path}?{query}"),
+        None => path.to_string(),
+    };
+    let mut parts = upstream.clone().into_parts();
+    parts.path_and_query = path_and_query.parse().ok().or(parts.path_and_query);
+    Uri::from_parts(parts).expect("a validated upstream with a valid path and query")
+}

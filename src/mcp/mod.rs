@@ -1,0 +1,122 @@
+//! The MCP front: a second listener that stands in front of the gateway's MCP servers
+//! (Streamable HTTP), so that their `notifications/progress` can reach the client stream that
+//! shows the call, and never the model.
+//!
+//! - `/<name>` forwards to the `[[mcp.servers]]` entry of that name ([`forward`]); `tools/call`
+//!   requests are followed ([`calls`]), those without a progress token get one of toolpulse's
+//!   ([`token`]), and the answers' progress goes to the [`ProgressHub`] ([`answer`]).
+//! - `POST /v1/progress` takes progress from tools that are not MCP servers ([`endpoint`]).
+//! - Every other path is answered 404: the front forwards only to configured servers.
+//!
+//! The hub decides which stream a report belongs to; the front never does.
+
+pub mod answer;
+pub mod body;
+pub mod calls;
+pub mod endpoint;
+pub mod forward;
+pub mod jsonrpc;
+pub mod log;
+pub mod reply;
+pub mod server;
+pub mod token;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use http::{Request, Response, StatusCode};
+use hyper::body::Incoming;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::{BearerToken, Config, McpConfig};
+use crate::metrics::Metrics;
+use crate::progress::ProgressHub;
+use crate::proxy::client;
+use body::McpBody;
+use calls::{Calls, Registry};
+use log::McpLog;
+
+/// Shared state of the MCP listener.
+pub struct Front {
+    config: McpConfig,
+    progress_token: Option<BearerToken>,
+    client: client::Upstream,
+    header_timeout: Duration,
+    hub: Arc<dyn ProgressHub>,
+    registry: Arc<Registry>,
+    metrics: Arc<Metrics>,
+    /// Cancelled when toolpulse stops accepting: GET streams end.
+    stop_streams: CancellationToken,
+    /// Cancelled when the drain time has run out: every answer ends.
+    end_streams: CancellationToken,
+}
+
+impl Front {
+    /// The front of `config`'s `[mcp]` section; `None` when its listener does not run. The
+    /// upstream client follows `[proxy]` (connect and header timeouts, `upstream_ca`).
+    pub fn new(
+        config: &Config,
+        hub: Arc<dyn ProgressHub>,
+        metrics: Arc<Metrics>,
+    ) -> anyhow::Result<Option<Front>> {
+        let Some(mcp) = &config.mcp else {
+            return Ok(None);
+        };
+        Ok(Some(Front {
+            config: mcp.clone(),
+            progress_token: config.progress.token.clone(),
+            client: client::build(&config.proxy)?,
+            header_timeout: config.proxy.header_timeout,
+            hub,
+            registry: Arc::default(),
+            metrics,
+            stop_streams: CancellationToken::new(),
+            end_streams: CancellationToken::new(),
+        }))
+    }
+
+    pub fn listen(&self) -> SocketAddr {
+        self.config.listen
+    }
+
+    pub fn metrics(&self) -> &Arc<Metrics> {
+        &self.metrics
+    }
+
+    fn calls(&self, server: &str, session: Option<String>) -> Calls {
+        let (hub, registry) = (self.hub.clone(), self.registry.clone());
+        Calls::new(
+            hub,
+            registry,
+            self.metrics.clone(),
+            server.to_string(),
+            session,
+        )
+    }
+
+    /// Answers one request on the MCP listener.
+    pub async fn handle(&self, request: Request<Incoming>, peer: SocketAddr) -> Response<McpBody> {
+        let path = request.uri().path().to_string();
+        let log = McpLog::new(self.metrics.clone(), request.method().clone(), &path);
+        if path == endpoint::PATH {
+            return endpoint::answer(self, request, log).await;
+        }
+        let name = path.strip_prefix('/').unwrap_or(&path);
+        match self.config.server(name) {
+            Some(server) => forward::forward(self, server, request, peer, log).await,
+            None => not_found(&path, log),
+        }
+    }
+}
+
+fn not_found(path: &str, mut log: McpLog) -> Response<McpBody> {
+    log.status = 404;
+    log.outcome = "not_found";
+    let message = format!(
+        "no MCP server is configured at {}: use /<[[mcp.servers]] name> or POST {}",
+        path.chars().take(64).collect::<String>(),
+        endpoint::PATH
+    );
+    reply::error(StatusCode::NOT_FOUND, "unknown_server", &message, None)
+}
