@@ -21,14 +21,21 @@ The request's `model` picks the scenario:
   "toolpulse-failures"   a web_search whose output is "search failed: …", a file_search with a
                          `queries` list, github_broken, and a github_search_issues call that
                          never gets an output before the message and `response.completed`
+  "toolpulse-held"       one call of demo_crunch (an MCP server's tool, run by the test), whose
+                         output the gateway holds until the test posts it (below), then a message
 A request with `"stream": false` (or none) gets the final Response object as JSON.
 The query parameter `?done=1` appends `data: [DONE]` after the terminal event (antwort does,
 OpenAI does not), `?base=1` makes `output_index` 1-based (antwort's) and `?tool_ms=N` sets
 the tool pause (default 250 ms).
 
-Every `POST` is recorded (path, query, body, the `x-e2e-tag` header); `GET /_requests` answers
-them as a JSON list, `GET /_requests?tag=T` only those whose `x-e2e-tag` header was T. So a test
-can see what a proxy in front of the gateway forwarded.
+Every `POST` is recorded (path, query, body, the `x-e2e-tag` and `traceparent` headers);
+`GET /_requests` answers them as a JSON list, `GET /_requests?tag=T` only those whose `x-e2e-tag`
+header was T. So a test can see what a proxy in front of the gateway forwarded.
+
+A held output (scenario "toolpulse-held") is released by `POST /_outputs/<call_id>` with the
+output text as the body: the stream waits for it (up to HELD_TIMEOUT_S, then the output is
+HELD_TIMEOUT_OUTPUT). So a test can run the tool itself, the way the gateway would, while the
+stream shows the call running.
 
 Usage: gateway.py [--port 0]   prints `gateway listening on http://127.0.0.1:PORT` on stdout.
 """
@@ -48,6 +55,7 @@ MODEL = "gpt-toolpulse-e2e"
 PLAIN_MODEL = "toolpulse-plain"
 PARALLEL_MODEL = "toolpulse-parallel"
 FAILURES_MODEL = "toolpulse-failures"
+HELD_MODEL = "toolpulse-held"
 TAG_HEADER = "x-e2e-tag"
 DEFAULT_TOOL_MS = 250
 
@@ -62,6 +70,9 @@ PLAIN_TEXT = "Hello! No tools were needed for this one."
 PARALLEL_TEXT = "Issue #42 and the web both say: show progress while tools run."
 FAILURES_TEXT = "The web search failed and one tool never answered; here is what I have."
 SEARCH_FAILED_OUTPUT = "search failed: upstream timeout"
+HELD_TEXT = "Crunched, step by step."
+HELD_TIMEOUT_S = 20
+HELD_TIMEOUT_OUTPUT = "held output never posted"
 
 
 def _function_tool(name: str, description: str, properties: dict) -> dict:
@@ -88,6 +99,8 @@ TOOLS = [
         {"repo": {"type": "string"}, "query": {"type": "string"}},
     ),
     _function_tool("github_broken", "MCP github: a tool with no executor", {"id": {"type": "string"}}),
+    _function_tool("demo_crunch", "MCP demo: crunch a label in steps",
+                   {"label": {"type": "string"}, "steps": {"type": "integer"}}),
 ]
 
 # (call_id, tool name, arguments JSON, output text), in the order the model calls them.
@@ -103,7 +116,16 @@ CALLS = {
     "file_multi": ("call_file_2", "file_search", '{"queries":["retry policy","backoff"]}',
                    '[{"file_id":"file_2","filename":"retries.md","score":0.71}]'),
     "gh_open": ("call_gh_2", "github_search_issues", '{"repo":"acme/agent","query":"timeouts"}', None),
+    # Its output is posted by the test (see HeldOutput).
+    "held": ("call_crunch_1", "demo_crunch", '{"label":"the numbers","steps":3}', None),
 }
+
+
+class HeldOutput:
+    """A pause that lasts until the output of `call_id` is posted (see the module docstring)."""
+
+    def __init__(self, call_id: str) -> None:
+        self.call_id = call_id
 
 
 def base_response(status: str, output: list, created_at: int, usage: dict | None) -> dict:
@@ -199,7 +221,7 @@ class Script:
             self.emit({"type": "response.output_item.done", "output_index": index, "item": final})
         return [index for index, *_ in calls]
 
-    def function_call_output(self, key: str, pause: float) -> int:
+    def function_call_output(self, key: str, pause: float | HeldOutput) -> int:
         call_id, _, _, output = CALLS[key]
         index = self.next_index()
         item = {"id": "fco_" + call_id.removeprefix("call_"), "type": "function_call_output",
@@ -293,13 +315,36 @@ def failures_script(tool_seconds: float, base: int = 0) -> Script:
     return s
 
 
+def held_script(tool_seconds: float, base: int = 0) -> Script:
+    s = Script(tool_seconds, base)
+    s.start()
+    s.function_call("held")
+    # The output item's `output` (None here) is the posted text once released.
+    s.function_call_output("held", HeldOutput(CALLS["held"][0]))
+    s.message(HELD_TEXT, pieces=3)
+    s.finish()
+    return s
+
+
 SCENARIOS = {PLAIN_MODEL: plain_script, PARALLEL_MODEL: parallel_script,
-             FAILURES_MODEL: failures_script}
+             FAILURES_MODEL: failures_script, HELD_MODEL: held_script}
 
 
 def script_for(model: str | None, tool_seconds: float, base: int = 0) -> Script:
     """The scenario a request's `model` picks (the agentic stream for any other model)."""
     return SCENARIOS.get(model or "", agentic_script)(tool_seconds, base)
+
+
+def with_outputs(value, released: dict[str, str]):
+    """`value` with the `output` of each function_call_output item whose call was released."""
+    if isinstance(value, list):
+        return [with_outputs(v, released) for v in value]
+    if not isinstance(value, dict):
+        return value
+    value = {k: with_outputs(v, released) for k, v in value.items()}
+    if value.get("type") == "function_call_output" and value.get("call_id") in released:
+        value["output"] = released[value["call_id"]]
+    return value
 
 
 def encode(event: dict) -> bytes:
@@ -338,7 +383,14 @@ class Handler(BaseHTTPRequestHandler):
         with self.server.lock:
             self.server.recorded.append({"path": url.path, "query": url.query,
                                          "tag": self.headers.get(TAG_HEADER), "body": body,
+                                         "traceparent": self.headers.get("traceparent"),
                                          "raw": None if body is not None else raw.decode(errors="replace")})
+        if url.path.startswith("/_outputs/"):
+            with self.server.lock:
+                self.server.outputs[url.path.removeprefix("/_outputs/")] = raw.decode()
+                self.server.posted.notify_all()
+            self._send_json(200, {"ok": True})
+            return
         if body is None:
             self._send_json(400, {"error": {"message": "body is not JSON", "type": "invalid_request_error"}})
             return
@@ -356,19 +408,28 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Cache-Control", "no-cache")
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
-        chunks = [(pause, encode(event)) for pause, event in script.steps]
+        chunks = [(pause, event) for pause, event in script.steps]
         if query.get("done", ["0"])[0] == "1":
-            chunks.append((0.0, b"data: [DONE]\n\n"))
+            chunks.append((0.0, None))
+        released: dict[str, str] = {}
         try:
-            for pause, chunk in chunks:
-                if pause:
+            for pause, event in chunks:
+                if isinstance(pause, HeldOutput):
+                    released[pause.call_id] = self._wait_for_output(pause.call_id)
+                elif pause:
                     time.sleep(pause)
+                chunk = b"data: [DONE]\n\n" if event is None else encode(with_outputs(event, released))
                 self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
                 self.wfile.flush()
             self.wfile.write(b"0\r\n\r\n")
             self.wfile.flush()
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
+
+    def _wait_for_output(self, call_id: str) -> str:
+        with self.server.lock:
+            self.server.posted.wait_for(lambda: call_id in self.server.outputs, HELD_TIMEOUT_S)
+            return self.server.outputs.pop(call_id, HELD_TIMEOUT_OUTPUT)
 
     def _send_json(self, status: int, payload: dict | list) -> None:
         body = json.dumps(payload).encode()
@@ -389,6 +450,8 @@ def main() -> None:
     server.daemon_threads = True
     server.lock = threading.Lock()
     server.recorded = []  # every POST, in arrival order (see the module docstring)
+    server.outputs = {}  # held outputs posted and not yet sent, by call_id
+    server.posted = threading.Condition(server.lock)
     host, port = server.server_address[:2]
     print(f"gateway listening on http://{host}:{port}", flush=True)
     try:
