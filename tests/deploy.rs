@@ -436,7 +436,11 @@ fn kubernetes() -> BTreeMap<String, Yaml> {
     objects
 }
 
-/// The ConfigMap's config file, its name and the parsed config.
+/// A `[progress] token` for configs that need one (as the pod's Secret gives it).
+const TOKEN: &str = "a-token-of-16-chars";
+
+/// The ConfigMap's config file, its name and the config parsed with [`TOKEN`] as the
+/// environment's token: its MCP listener is not on loopback, so it needs one.
 fn configmap_config(objects: &BTreeMap<String, Yaml>) -> (String, String, toolpulse::Config) {
     let data = objects["ConfigMap"]["data"]
         .as_hash()
@@ -444,7 +448,8 @@ fn configmap_config(objects: &BTreeMap<String, Yaml>) -> (String, String, toolpu
     assert_eq!(data.len(), 1, "one config file");
     let (name, text) = data.iter().next().expect("one entry");
     let (name, text) = (self::text(name, "key"), self::text(text, "toolpulse.toml"));
-    let config = toolpulse::Config::from_toml_str(text).expect("the ConfigMap's config");
+    let config =
+        toolpulse::Config::from_toml_with_token(text, Some(TOKEN)).expect("the ConfigMap's config");
     (name.to_string(), text.to_string(), config)
 }
 
@@ -457,6 +462,7 @@ fn kubernetes_manifests_fit_together() {
         "ConfigMap",
         "Deployment",
         "HorizontalPodAutoscaler",
+        "NetworkPolicy",
         "Service",
     ] {
         assert!(kinds.contains(&kind), "no {kind} in {kinds:?}");
@@ -609,6 +615,124 @@ fn kubernetes_manifests_fit_together() {
 }
 
 #[test]
+fn kubernetes_runs_the_mcp_front_for_the_gateway_only() {
+    let docker = Dockerfile::load();
+    let objects = kubernetes();
+    let (_, toml, config) = configmap_config(&objects);
+    assert!(
+        toolpulse::Config::from_toml_str(&toml).is_err(),
+        "the MCP listener is not on loopback: without the token toolpulse refuses to start"
+    );
+    let mcp = config
+        .mcp
+        .as_ref()
+        .expect("the ConfigMap has an [mcp] section");
+    assert!(mcp.listen.ip().is_unspecified(), "{}", mcp.listen);
+    assert!(!mcp.servers.is_empty(), "an MCP server behind the front");
+
+    // The pod's port `mcp` is the one [mcp] listens on, the image's default and EXPOSEd one.
+    let template = &objects["Deployment"]["spec"]["template"];
+    let labels = &template["metadata"]["labels"];
+    let container = &template["spec"]["containers"][0];
+    let ports = list(&container["ports"], "ports");
+    let mcp_port = ports
+        .iter()
+        .find(|p| p["name"].as_str() == Some("mcp"))
+        .expect("a container port named mcp");
+    assert_eq!(
+        int(&mcp_port["containerPort"], "mcp"),
+        i64::from(mcp.listen.port())
+    );
+    assert_eq!(
+        mcp.listen.port(),
+        port_of(toolpulse::config::mcp::DEFAULT_MCP_LISTEN)
+    );
+    let exposed = docker.last(docker.runtime(), "EXPOSE");
+    assert!(
+        exposed
+            .split_whitespace()
+            .any(|p| p == mcp.listen.port().to_string()),
+        "EXPOSE {exposed}"
+    );
+
+    // The token comes from a Secret, never from a literal in a manifest.
+    let env = list(&container["env"], "env");
+    let token = env
+        .iter()
+        .find(|e| e["name"].as_str() == Some(toolpulse::config::PROGRESS_TOKEN_ENV))
+        .expect("TOOLPULSE_PROGRESS_TOKEN in the container's env");
+    assert!(token["value"].is_badvalue(), "a literal token: {token:?}");
+    let secret = &token["valueFrom"]["secretKeyRef"];
+    assert!(!text(&secret["name"], "secret name").is_empty());
+    assert!(!text(&secret["key"], "secret key").is_empty());
+    assert_ne!(
+        secret["optional"].as_bool(),
+        Some(true),
+        "the pod must not start without it"
+    );
+
+    // The Service reaches it, so the gateway can use http://toolpulse:<port>/<name>.
+    let service_ports = list(&objects["Service"]["spec"]["ports"], "Service ports");
+    let service_port = service_ports
+        .iter()
+        .find(|p| p["targetPort"].as_str() == Some("mcp"))
+        .expect("a Service port targeting mcp");
+    assert_eq!(
+        int(&service_port["port"], "port"),
+        i64::from(mcp.listen.port())
+    );
+    let service_text = read_text(&repo("deploy/kubernetes/service.yaml"));
+    let url = format!(
+        "http://{}:{}/<",
+        text(&objects["Service"]["metadata"]["name"], "name"),
+        mcp.listen.port()
+    );
+    assert!(
+        service_text.contains(&url),
+        "service.yaml tells the gateway {url}name>"
+    );
+
+    // The NetworkPolicy lets only selected pods reach the MCP port.
+    let policy = &objects["NetworkPolicy"];
+    assert!(selects(
+        &policy["spec"]["podSelector"]["matchLabels"],
+        labels
+    ));
+    let types: Vec<&str> = list(&policy["spec"]["policyTypes"], "policyTypes")
+        .iter()
+        .map(|t| text(t, "policyType"))
+        .collect();
+    assert!(types.contains(&"Ingress"), "{types:?}");
+    let is_mcp = |port: &Yaml| match port {
+        Yaml::String(name) => name == "mcp",
+        port => int(port, "port") == i64::from(mcp.listen.port()),
+    };
+    let mut open = Vec::new();
+    for rule in list(&policy["spec"]["ingress"], "ingress") {
+        // A rule without ports would open every port, the MCP one included.
+        let ports = list(&rule["ports"], "a rule's ports");
+        let names: Vec<&Yaml> = ports.iter().map(|p| &p["port"]).collect();
+        if names.iter().any(|p| is_mcp(p)) {
+            let from = list(&rule["from"], "who may reach the MCP port");
+            assert!(!from.is_empty());
+            for peer in from {
+                let selector = peer["podSelector"]["matchLabels"].as_hash();
+                assert!(
+                    selector.is_some_and(|s| !s.is_empty()) && peer["ipBlock"].is_badvalue(),
+                    "the MCP port is for selected pods only: {peer:?}"
+                );
+            }
+        } else {
+            open.extend(names.into_iter().cloned());
+        }
+    }
+    assert!(
+        open.contains(&Yaml::String("http".into())),
+        "clients reach the proxy: {open:?}"
+    );
+}
+
+#[test]
 fn compose_puts_toolpulse_in_front_of_the_gateway() {
     let docker = Dockerfile::load();
     let path = repo("deploy/docker-compose.yml");
@@ -669,7 +793,7 @@ fn compose_puts_toolpulse_in_front_of_the_gateway() {
         toolpulse::Config::from_toml_str(content).is_err(),
         "the MCP listener is not on loopback: without the token toolpulse refuses to start"
     );
-    let config = toolpulse::Config::from_toml_with_token(content, Some("a-token-of-16-chars"))
+    let config = toolpulse::Config::from_toml_with_token(content, Some(TOKEN))
         .expect("the compose file's config");
 
     // The gateway's MCP servers are compose services reached through toolpulse's MCP port,
@@ -717,11 +841,16 @@ struct Running {
     child: Child,
     listen: SocketAddr,
     admin: SocketAddr,
+    /// The MCP listener's address, when it runs.
+    mcp: Option<SocketAddr>,
     log: mpsc::Receiver<String>,
 }
 
-/// The `listen` and `admin` addresses of a `toolpulse listening` line, text or JSON.
-fn listening(line: &str) -> Option<(SocketAddr, SocketAddr)> {
+/// The addresses of a `toolpulse listening` line, text or JSON: `listen`, `admin`, `mcp`.
+type Listening = (SocketAddr, SocketAddr, Option<SocketAddr>);
+
+/// The addresses of a `toolpulse listening` line, text or JSON.
+fn listening(line: &str) -> Option<Listening> {
     if !line.contains("toolpulse listening") {
         return None;
     }
@@ -731,9 +860,9 @@ fn listening(line: &str) -> Option<(SocketAddr, SocketAddr)> {
         }
         let prefix = format!("{name}=");
         line.split_whitespace()
-            .find_map(|w| w.strip_prefix(&prefix)?.parse().ok())
+            .find_map(|w| w.strip_prefix(&prefix)?.trim_matches('"').parse().ok())
     };
-    Some((field("listen")?, field("admin")?))
+    Some((field("listen")?, field("admin")?, field("mcp")))
 }
 
 /// The image's ENTRYPOINT arguments with every wildcard address made a free loopback port.
@@ -754,8 +883,14 @@ fn loopback_args(entrypoint: &[String]) -> Vec<String> {
 }
 
 impl Running {
-    fn start(args: &[String], config: &Path) -> Running {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_toolpulse"))
+    /// Starts the binary with `config`; `token` is the environment's progress token.
+    fn start(args: &[String], config: &Path, token: Option<&str>) -> Running {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_toolpulse"));
+        match token {
+            Some(token) => command.env(toolpulse::config::PROGRESS_TOKEN_ENV, token),
+            None => command.env_remove(toolpulse::config::PROGRESS_TOKEN_ENV),
+        };
+        let mut child = command
             .args(args)
             .env("TOOLPULSE_CONFIG", config)
             .env("RUST_LOG", "info")
@@ -776,7 +911,7 @@ impl Running {
         });
         let deadline = Instant::now() + START_TIMEOUT;
         let mut seen = Vec::new();
-        let (listen, admin) = loop {
+        let (listen, admin, mcp) = loop {
             let left = deadline.saturating_duration_since(Instant::now());
             match log.recv_timeout(left) {
                 Ok(line) => match listening(&line) {
@@ -795,6 +930,7 @@ impl Running {
             child,
             listen,
             admin,
+            mcp,
             log,
         }
     }
@@ -834,11 +970,25 @@ fn wait(child: &mut Child, timeout: Duration) -> Option<ExitStatus> {
 
 /// The status code of `GET path` on the admin listener.
 fn get(address: SocketAddr, path: &str) -> u16 {
+    request(address, "GET", path, "", "")
+}
+
+/// The status code of an HTTP/1.0 request; `headers` are whole lines, each ending in CRLF.
+fn request(address: SocketAddr, method: &str, path: &str, headers: &str, body: &str) -> u16 {
     let mut stream = TcpStream::connect_timeout(&address, STOP_TIMEOUT).expect("connect");
     stream
         .set_read_timeout(Some(STOP_TIMEOUT))
         .expect("timeout");
-    let request = format!("GET {path} HTTP/1.0\r\nHost: toolpulse\r\n\r\n");
+    let length = if body.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "Content-Type: application/json\r\nContent-Length: {}\r\n",
+            body.len()
+        )
+    };
+    let request =
+        format!("{method} {path} HTTP/1.0\r\nHost: toolpulse\r\n{headers}{length}\r\n{body}");
     stream.write_all(request.as_bytes()).expect("write");
     let mut response = String::new();
     let _ = stream.read_to_string(&mut response);
@@ -876,7 +1026,7 @@ fn the_image_entrypoint_serves_and_stops_on_sigterm() {
     let mut args = loopback_args(&docker.entrypoint());
     // As `docker run IMAGE --upstream URL`; port 9 (discard) is never connected to here.
     args.extend(["--upstream".to_string(), "http://127.0.0.1:9".to_string()]);
-    let running = Running::start(&args, &repo(&config));
+    let running = Running::start(&args, &repo(&config), None);
     assert!(running.listen.ip().is_loopback() && running.listen.port() != 0);
 
     assert!(
@@ -894,23 +1044,60 @@ fn the_image_entrypoint_serves_and_stops_on_sigterm() {
 fn the_kubernetes_pod_answers_its_probes() {
     let docker = Dockerfile::load();
     let objects = kubernetes();
-    let (name, text, _) = configmap_config(&objects);
+    let (name, text, config) = configmap_config(&objects);
     let container = &objects["Deployment"]["spec"]["template"]["spec"]["containers"][0];
     // The ConfigMap as the kubelet mounts it.
     let dir = std::env::temp_dir().join(format!("toolpulse-deploy-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
-    let config = dir.join(name);
-    std::fs::write(&config, text).expect("write the config");
+    let file = dir.join(&name);
+    std::fs::write(&file, &text).expect("write the config");
+
+    // As the pod checks it: without the Secret's token the binary refuses the config.
+    let check = |token: Option<&str>| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_toolpulse"));
+        match token {
+            Some(token) => command.env(toolpulse::config::PROGRESS_TOKEN_ENV, token),
+            None => command.env_remove(toolpulse::config::PROGRESS_TOKEN_ENV),
+        };
+        let output = command.arg("check").arg(&file).output();
+        output.expect("run toolpulse check")
+    };
+    let refused = check(None);
+    assert!(!refused.status.success(), "started without a token");
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("mcp.listen"), "{stderr}");
+    let checked = check(Some(TOKEN));
+    assert!(checked.status.success(), "{checked:?}");
+
+    // Run on loopback: the MCP listener's wildcard address, too, becomes a free loopback port.
+    let mcp = config.mcp.as_ref().expect("[mcp]");
+    let wildcard = format!("\"{}\"", mcp.listen);
+    assert_eq!(
+        text.matches(&wildcard).count(),
+        1,
+        "[mcp] listen = {wildcard}"
+    );
+    let file = dir.join(format!("loopback-{name}"));
+    std::fs::write(&file, text.replace(&wildcard, "\"127.0.0.1:0\"")).expect("write");
 
     let mut args = loopback_args(&docker.entrypoint());
     if let Some(extra) = container["args"].as_vec() {
         args.extend(extra.iter().map(|a| self::text(a, "args").to_string()));
     }
-    let running = Running::start(&args, &config);
+    let running = Running::start(&args, &file, Some(TOKEN));
     for probe in ["readinessProbe", "livenessProbe"] {
         let path = self::text(&container[probe]["httpGet"]["path"], probe);
         assert_eq!(get(running.admin, path), 200, "{probe} {path}");
     }
+    // The MCP front runs and takes the environment's token: 401 without it, and with it 404
+    // (no open call to report on), 404 for a server that is not configured.
+    let front = running.mcp.expect("the MCP listener runs");
+    assert!(front.ip().is_loopback(), "{front}");
+    let report = r#"{"call_id":"call_none","progress":1}"#;
+    assert_eq!(request(front, "POST", "/v1/progress", "", report), 401);
+    let bearer = format!("Authorization: Bearer {TOKEN}\r\n");
+    assert_eq!(request(front, "POST", "/v1/progress", &bearer, report), 404);
+    assert_eq!(get(front, "/not-a-configured-server"), 404);
     let scrape = &objects["Deployment"]["spec"]["template"]["metadata"]["annotations"];
     if let Some(path) = scrape["prometheus.io/path"].as_str() {
         assert_eq!(get(running.admin, path), 200, "metrics at {path}");
