@@ -5,6 +5,7 @@
 //! Memory: at most [`MAX_COMPANION_BYTES`] of item JSON per response; a companion past that is
 //! still added and done in the stream, only left out of such lists (and counted).
 
+use super::Splice;
 use crate::dialect::responses;
 
 /// Item JSON kept per response for `response.output` lists.
@@ -57,10 +58,10 @@ impl Companions {
 
     /// Where to insert what in an event's data that lists the response's output: after each
     /// listed `function_call` that has a companion, `,` and the companion's JSON.
-    pub fn insertions(&self, data: &[u8], out: &mut Vec<(std::ops::Range<usize>, String)>) {
+    pub fn insertions(&self, data: &[u8], out: &mut Vec<(std::ops::Range<usize>, Splice)>) {
         for listed in responses::listed_calls(data) {
             if let Some((_, item)) = self.items.iter().find(|(id, _)| *id == listed.call_id) {
-                out.push((listed.end..listed.end, format!(",{item}")));
+                out.push((listed.end..listed.end, Splice::Text(format!(",{item}"))));
             }
         }
     }
@@ -79,7 +80,9 @@ mod tests {
         let mut out = Vec::new();
         c.insertions(data, &mut out);
         assert_eq!(out.len(), 1);
-        let (range, text) = &out[0];
+        let (range, Splice::Text(text)) = &out[0] else {
+            panic!("a text splice")
+        };
         let mut spliced = data[..range.start].to_vec();
         spliced.extend_from_slice(text.as_bytes());
         spliced.extend_from_slice(&data[range.end..]);

@@ -107,7 +107,7 @@ pub struct Rewriter {
     transitions: Vec<Transition>,
     new_events: Vec<NewEvent>,
     /// Scratch space for the edits of one forwarded event.
-    edits: Vec<(Range<usize>, String)>,
+    edits: Vec<(Range<usize>, Splice)>,
     last_output: Option<Instant>,
     /// Stream resumption: drop output until an event numbered above this has gone out.
     resume_after: Option<u64>,
@@ -411,7 +411,7 @@ impl Rewriter {
             if let (Some(old), Some(new)) = (number, new)
                 && new != old.value
             {
-                edits.push((old.span, itoa::Buffer::new().format(new).to_string()));
+                edits.push((old.span, Splice::Number(new)));
             }
         };
         digits(upstream.sequence_number, renumbered);
@@ -420,7 +420,9 @@ impl Rewriter {
         if edits.is_empty() {
             self.out.extend_from_slice(raw);
         } else {
-            edits.sort_by_key(|e| e.0.start);
+            if edits.len() > 1 {
+                edits.sort_unstable_by_key(|e| e.0.start);
+            }
             self.stats.renumbered += 1;
             splice(event, &edits, &mut self.out);
         }
@@ -610,10 +612,19 @@ struct Upstream {
     lists_output: bool,
 }
 
-/// Writes `event`'s raw bytes with `edits` applied: each `(range of the data, text)` replaces
+/// What replaces a range of an upstream event's data.
+#[derive(Debug)]
+pub(crate) enum Splice {
+    /// A number's new digits (written straight into the output, no allocation).
+    Number(u64),
+    /// Text spliced in (a companion listed in `response.output`).
+    Text(String),
+}
+
+/// Writes `event`'s raw bytes with `edits` applied: each `(range of the data, splice)` replaces
 /// that range (an empty range inserts), in order. If an edited range does not lie contiguous
 /// in the raw event (a number split across `data:` lines), the event goes out as it is.
-fn splice(event: &Event, edits: &[(Range<usize>, String)], out: &mut BytesMut) {
+fn splice(event: &Event, edits: &[(Range<usize>, Splice)], out: &mut BytesMut) {
     let raw = event.raw();
     let mut from = 0;
     let start_len = out.len();
@@ -626,7 +637,12 @@ fn splice(event: &Event, edits: &[(Range<usize>, String)], out: &mut BytesMut) {
         match (start, end) {
             (Some(start), Some(end)) if end - start == range.len() && start >= from => {
                 out.extend_from_slice(&raw[from..start]);
-                out.extend_from_slice(text.as_bytes());
+                match text {
+                    Splice::Number(n) => {
+                        out.extend_from_slice(itoa::Buffer::new().format(*n).as_bytes())
+                    }
+                    Splice::Text(text) => out.extend_from_slice(text.as_bytes()),
+                }
                 from = end;
             }
             _ => {
