@@ -78,6 +78,7 @@ pub struct Metrics {
     pub connections_rejected: Counter,
     pub config_reloads: Family<Outcome, Counter>,
     pub mcp_requests: Family<ServerOutcome, Counter>,
+    pub mcp_connections_rejected: Counter,
     pub progress: Family<SourceOutcome, Counter>,
     pub mcp_bound_calls: Gauge,
 }
@@ -106,6 +107,7 @@ impl Metrics {
             connections_rejected: Counter::default(),
             config_reloads: Family::default(),
             mcp_requests: Family::default(),
+            mcp_connections_rejected: Counter::default(),
             progress: Family::default(),
             mcp_bound_calls: Gauge::default(),
         };
@@ -179,6 +181,11 @@ impl Metrics {
             "mcp_requests",
             "Requests forwarded by the MCP front, by server and outcome",
             m.mcp_requests.clone(),
+        );
+        r.register(
+            "mcp_connections_rejected",
+            "MCP listener connections answered 503 because [mcp] max_connections were open",
+            m.mcp_connections_rejected.clone(),
         );
         r.register(
             "progress",

@@ -664,6 +664,56 @@ async fn only_configured_servers_are_reached() {
     }
 }
 
+#[tokio::test]
+async fn connections_over_the_limit_are_answered_503() {
+    let echo = start_echo_server().await;
+    let mut config = config(echo, None);
+    if let Some(mcp) = config.mcp.as_mut() {
+        mcp.max_connections = 1;
+    }
+    let (front, metrics) = start_front(config, RecordingHub::new()).await;
+    // The first connection holds the only slot while it stays open.
+    let held = tokio::net::TcpStream::connect(front)
+        .await
+        .expect("connect");
+    let mut second = tokio::net::TcpStream::connect(front)
+        .await
+        .expect("connect");
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    second
+        .write_all(b"POST /srv HTTP/1.1\r\nhost: x\r\ncontent-length: 2\r\n\r\n{}")
+        .await
+        .expect("write");
+    let mut answer = Vec::new();
+    tokio::time::timeout(Duration::from_secs(10), second.read_to_end(&mut answer))
+        .await
+        .expect("closed in time")
+        .expect("read");
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
+    assert_eq!(metrics.mcp_connections_rejected.get(), 1);
+    drop(held);
+    // The slot is free again once the first connection is gone.
+    let client = http_client();
+    let mut answered = false;
+    for _ in 0..50 {
+        let response = send(
+            &client,
+            "POST",
+            &format!("http://{front}/nope"),
+            &[],
+            "{}".into(),
+        )
+        .await;
+        if response.status() == 404 {
+            answered = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(answered, "a connection after the first closed is served");
+}
+
 // ---------------------------------------------------------------------------------------------
 // POST /v1/progress.
 

@@ -359,6 +359,24 @@ async fn sighup_reload_applies_to_new_streams_only_and_bad_configs_are_refused()
         third.contains("response.mcp_call.completed"),
         "the valid config stayed: {third}"
     );
+
+    // The MCP listener and the progress registry are built once: changing them needs a restart.
+    std::fs::write(
+        &config,
+        "[[tools]]\nmatch = [\"github_*\"]\nkind = \"mcp\"\n[mcp]\nlisten = \"127.0.0.1:0\"\n\
+         [progress]\nbind_window_ms = 10\n",
+    )
+    .expect("write");
+    tp.signal("HUP");
+    let lines = tp.lines_until("config reloaded");
+    let warning = lines
+        .iter()
+        .find(|l| l.contains("need a restart"))
+        .unwrap_or_else(|| panic!("a restart warning: {lines:?}"));
+    assert!(
+        warning.contains("[mcp]") && warning.contains("bind_window_ms"),
+        "{warning}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

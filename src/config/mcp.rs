@@ -15,6 +15,8 @@ use super::{ConfigError, parse_upstream};
 
 pub const DEFAULT_MCP_LISTEN: &str = "127.0.0.1:8090";
 pub const DEFAULT_CALL_NAME: &str = "{tool}";
+/// Connections the MCP listener keeps open at once (the gateway needs a few per server).
+pub const DEFAULT_MCP_MAX_CONNECTIONS: usize = 1024;
 pub const DEFAULT_BIND_WINDOW_MS: u64 = 5_000;
 pub const DEFAULT_MIN_INTERVAL_MS: u64 = 100;
 /// The environment variable that may carry `[progress] token` (kept out of config files).
@@ -27,6 +29,8 @@ pub const MIN_TOKEN_CHARS: usize = 16;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct McpConfig {
     pub listen: SocketAddr,
+    /// Connections open at once; more are answered 503 and closed.
+    pub max_connections: usize,
     pub servers: Vec<McpServer>,
 }
 
@@ -106,6 +110,7 @@ impl fmt::Debug for BearerToken {
 #[serde(deny_unknown_fields, default)]
 pub(super) struct RawMcp {
     pub(super) listen: Option<Spanned<String>>,
+    pub(super) max_connections: Option<Spanned<usize>>,
     pub(super) servers: Vec<RawMcpServer>,
 }
 
@@ -178,6 +183,14 @@ pub(super) fn mcp(
     progress: &ProgressConfig,
     invalid: Invalid,
 ) -> Result<Option<McpConfig>, ConfigError> {
+    let max_connections = match &raw.max_connections {
+        Some(n) if *n.get_ref() == 0 => {
+            let message = "must be at least 1".to_string();
+            return Err(invalid("mcp.max_connections".into(), n.span(), message));
+        }
+        Some(n) => *n.get_ref(),
+        None => DEFAULT_MCP_MAX_CONNECTIONS,
+    };
     if raw.listen.is_none() && raw.servers.is_empty() {
         return Ok(None);
     }
@@ -221,7 +234,11 @@ pub(super) fn mcp(
             call_name,
         });
     }
-    Ok(Some(McpConfig { listen, servers }))
+    Ok(Some(McpConfig {
+        listen,
+        max_connections,
+        servers,
+    }))
 }
 
 /// A server's name is one URL path segment that needs no escaping.

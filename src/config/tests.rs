@@ -174,6 +174,12 @@ fn mcp_is_off_unless_configured() {
     let mcp = c.mcp.expect("listen alone turns it on");
     assert!(mcp.servers.is_empty());
     assert_eq!(mcp.listen.port(), 9999);
+    assert_eq!(mcp.max_connections, 1024);
+    let c = Config::from_toml_str("[mcp]\nlisten = \"127.0.0.1:1\"\nmax_connections = 3\n")
+        .expect("valid");
+    assert_eq!(c.mcp.map(|m| m.max_connections), Some(3));
+    let e = error("[mcp]\nmax_connections = 0\n");
+    assert!(e.to_string().contains("mcp.max_connections"), "{e}");
 }
 
 #[test]

@@ -1,4 +1,5 @@
-//! The MCP listener: accepts connections (HTTP/1.1 and HTTP/2), hands each request to
+//! The MCP listener: accepts up to `[mcp] max_connections` connections (HTTP/1.1 and HTTP/2;
+//! more are answered 503 and closed), hands each request to
 //! [`Front::handle`]; on shutdown it stops accepting, ends the GET streams at once (they only
 //! wait for server messages, and the gateway resumes them) and gives answers to calls the drain
 //! time before ending them too.
@@ -13,9 +14,10 @@ use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
 
 use super::Front;
-use crate::proxy::server::accept;
+use crate::proxy::server::{accept, reject};
 
 /// A client gets this long to send its request head (slowloris protection).
 const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
@@ -54,6 +56,7 @@ pub async fn serve(
         .http1()
         .timer(TokioTimer::new())
         .header_read_timeout(HEADER_READ_TIMEOUT);
+    let limit = Arc::new(Semaphore::new(front.config.max_connections));
     let graceful = GracefulShutdown::new();
     tokio::pin!(shutdown);
     loop {
@@ -64,6 +67,11 @@ pub async fn serve(
         if let Err(error) = stream.set_nodelay(true) {
             tracing::debug!(%error, "could not set TCP_NODELAY");
         }
+        let Ok(permit) = limit.clone().try_acquire_owned() else {
+            front.metrics.mcp_connections_rejected.inc();
+            tokio::spawn(reject(stream));
+            continue;
+        };
         let service_front = front.clone();
         let service = service_fn(move |request| {
             let front = service_front.clone();
@@ -77,6 +85,7 @@ pub async fn serve(
             if let Err(error) = connection.await {
                 tracing::debug!(%error, %peer, "MCP connection ended with an error");
             }
+            drop(permit);
         });
     }
 }

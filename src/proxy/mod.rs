@@ -92,18 +92,39 @@ impl Proxy {
         &self.metrics
     }
 
-    /// Applies a new config to streams that start from now on. The `[proxy]` and `[admin]`
-    /// sections (addresses, upstream, TLS, limits) need a restart: they are kept, with a warning
-    /// if they changed.
+    /// Applies a new config to streams that start from now on. The `[proxy]`, `[admin]` and
+    /// `[mcp]` sections (addresses, upstream, TLS, limits, MCP servers) and `[progress]`'s token
+    /// and bind window need a restart: they are kept, with a warning if they changed.
     pub fn reload(&self, mut new: Config) {
         let mut current = self.config.write().expect("config lock is never poisoned");
-        if new.proxy != current.proxy || new.admin != current.admin {
+        // What the listeners and the progress registry were built from; `min_interval_ms`
+        // is read per stream, so it does apply.
+        let fixed = |c: &Config| (c.progress.token.clone(), c.progress.bind_window);
+        let mut kept = Vec::new();
+        if new.proxy != current.proxy {
+            kept.push("[proxy]");
+        }
+        if new.admin != current.admin {
+            kept.push("[admin]");
+        }
+        if new.mcp != current.mcp {
+            kept.push("[mcp]");
+        }
+        if fixed(&new) != fixed(&current) {
+            kept.push("[progress] token and bind_window_ms");
+        }
+        if !kept.is_empty() {
+            let sections = kept.join(", ");
             tracing::warn!(
-                "[proxy] and [admin] changes need a restart; keeping the running values"
+                %sections,
+                "these changes need a restart; keeping the running values"
             );
         }
         new.proxy = current.proxy.clone();
         new.admin = current.admin.clone();
+        new.mcp = current.mcp.clone();
+        new.progress.token = current.progress.token.clone();
+        new.progress.bind_window = current.progress.bind_window;
         *current = Arc::new(new);
         self.unconfigured.forget();
         self.metrics

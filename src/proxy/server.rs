@@ -123,7 +123,7 @@ pub async fn accept(listener: &TcpListener, what: &str) -> (TcpStream, std::net:
 }
 
 /// Answers every request on an over-limit connection with 503, then closes it.
-async fn reject(stream: TcpStream) {
+pub(crate) async fn reject(stream: TcpStream) {
     let service = service_fn(|_request| async {
         let message = "too many connections; retry later";
         Ok::<_, Infallible>(ProxyError::Overloaded.response(message))
