@@ -26,6 +26,8 @@ const SLOW_OUTPUT = '3 open issues mention streaming';
 const FINAL_TEXT = 'Filing the new issue failed: there is no repository acme/rockets.';
 
 const row = (name) => `#timeline li.tool[data-name="${name}"]`;
+// A running row says "in progress" until its tool reports a step.
+const STATUS_RUNNING = /^(in progress|step [1-4]\/4: .+)$/;
 
 async function runOnce(page, { keyboard }) {
   const run = page.getByRole('button', { name: 'Run' });
@@ -76,9 +78,21 @@ test('the demo page shows tool progress from toolpulse events', { timeout: 120_0
     await slow.waitFor({ timeout: 5_000 });
     assert.equal(await slow.getAttribute('data-state'), 'running');
     assert.equal(await slow.getAttribute('data-kind'), 'mcp_call');
-    assert.equal((await slow.locator('.status').textContent()).trim(), 'in progress');
+    assert.match((await slow.locator('.status').textContent()).trim(), STATUS_RUNNING);
     assert.equal(await slow.locator('.spinner').count(), 1);
     assert.ok(!(await page.textContent('body')).includes(SLOW_OUTPUT), 'result already shown');
+    // The tool's own progress (its MCP server's notifications, carried by toolpulse to this
+    // stream and never to the gateway): the step's message and a bar on its row, before the
+    // result.
+    await page.waitForFunction(
+      (selector) => /^step [1-4]\/4: /.test(document.querySelector(selector)?.textContent ?? ''),
+      `${row(SLOW_TOOL)} .status`,
+      { timeout: 5_000 },
+    );
+    assert.ok(!(await page.textContent('body')).includes(SLOW_OUTPUT), 'the message came first');
+    const bar = slow.locator('progress.bar');
+    assert.equal(await bar.getAttribute('max'), '4');
+    assert.ok((await bar.evaluate((b) => b.value)) >= 1, 'the bar shows the steps done');
     const first = parseFloat(await slow.locator('.time').textContent());
     await mkdir(path.dirname(SCREENSHOT), { recursive: true });
     await page.screenshot({ path: SCREENSHOT.replace(/\.png$/, '-running.png'), fullPage: true });
@@ -99,6 +113,7 @@ test('the demo page shows tool progress from toolpulse events', { timeout: 120_0
     // Then ✓ with the duration toolpulse measured (~4 s), and the result arrives after it.
     await page.waitForSelector(`${row(SLOW_TOOL)}[data-state="completed"]`, { timeout: 10_000 });
     assert.equal((await slow.locator('.icon').textContent()).trim(), '✓');
+    assert.ok(await bar.isHidden(), 'the bar goes once the call is done');
     assert.match((await slow.locator('.time').textContent()).trim(), /^\d+\.\d s$/);
     assert.ok(Number(await slow.getAttribute('data-duration-ms')) >= 3500);
 
@@ -127,7 +142,7 @@ test('the demo page shows tool progress from toolpulse events', { timeout: 120_0
     const answer = await page.textContent('#answer');
     assert.ok(answer.endsWith(FINAL_TEXT), `final text: ${answer}`);
     assert.equal(await page.getAttribute('#answer', 'aria-busy'), 'false');
-    assert.match(await page.textContent('#status'), /^Done in .* through toolpulse: \d+ events, 18 injected/);
+    assert.match(await page.textContent('#status'), /^Done in .* through toolpulse: \d+ events, 22 injected/);
 
     await page.evaluate(() => document.activeElement?.blur());
     await page.screenshot({ path: SCREENSHOT, fullPage: true });

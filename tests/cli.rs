@@ -314,3 +314,36 @@ fn an_mcp_listener_beyond_loopback_needs_a_token() {
     assert!(text.contains("progress: bearer token required"), "{text}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn the_demo_prints_the_slow_tools_progress_before_its_result() {
+    let out = toolpulse(&["demo"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line_of = |needle: &str| {
+        text.lines()
+            .position(|l| l.contains(needle))
+            .unwrap_or_else(|| panic!("no line with {needle:?}:\n{text}"))
+    };
+    // The demo's MCP server reported four steps; toolpulse's MCP front carried them into the
+    // stream, numbered with the rest, while the gateway still waited for the result.
+    let steps: Vec<usize> = (1..=4)
+        .map(|k| {
+            line_of(&format!(
+                "response.mcp_call.progress  github_search_issues  \"step {k}/4: "
+            ))
+        })
+        .collect();
+    assert!(steps.windows(2).all(|w| w[0] < w[1]), "in order:\n{text}");
+    let result = line_of("function_call_output \"3 open issues mention streaming");
+    let started = line_of("response.mcp_call.in_progress  github_search_issues");
+    assert!(started < steps[0] && steps[3] < result, "{text}");
+    for &step in &steps {
+        let line = text.lines().nth(step).unwrap_or_default();
+        assert!(line.contains('#'), "numbered: {line}");
+    }
+    assert!(
+        text.contains("response.mcp_call.failed  github_create_issue"),
+        "{text}"
+    );
+}

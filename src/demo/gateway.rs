@@ -1,8 +1,11 @@
 //! The demo's scripted gateway: an antwort-shaped Responses stream with an agentic turn (tool
 //! calls, their results after the time the tools take, then the answer) served over real HTTP
-//! on a loopback port, with the pauses where the gateway would be running tools. Two turns:
-//! the terminal demo's short one and the web page's, with parallel, slow and failing tools.
+//! on a loopback port, with the pauses where the gateway would be running tools. Its GitHub
+//! tools are real: it calls them on the demo's MCP server through toolpulse's MCP front
+//! ([`McpClient`]), so their progress reaches the stream. Two turns: the terminal demo's short
+//! one and the web page's, with parallel, slow and failing tools.
 
+use std::collections::HashMap;
 use std::convert::Infallible;
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -18,11 +21,27 @@ use hyper_util::server::conn::auto;
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+use super::mcp_client::{McpClient, ToolResult};
 
 /// One step of the script: bytes to send, or a pause.
 enum Step {
     Send(String),
     Pause(Duration),
+    /// The gateway starts MCP tool `tool` for the function_call at `call_index`.
+    RunTool {
+        call_index: u64,
+        tool: &'static str,
+        arguments: String,
+    },
+    /// The result of the tool started for `call_index`, once it is there, as the item at
+    /// `index`; its two events take the numbers from `seq`.
+    ToolOutput {
+        index: u64,
+        call_index: u64,
+        seq: u64,
+    },
 }
 
 /// Builds antwort-shaped events with dense sequence numbers.
@@ -80,12 +99,31 @@ impl Script {
 
     /// The result of the call made at `call_index`, as the item at `index`.
     fn output(&mut self, index: u64, call_index: u64, output: &str) {
-        let out = json!({"id": format!("fco_{call_index}"), "type": "function_call_output",
-                         "call_id": format!("call_{call_index}"), "output": output,
-                         "status": "completed"});
-        for kind in ["response.output_item.added", "response.output_item.done"] {
-            self.event(kind, json!({"output_index": index, "item": out}));
-        }
+        let text = output_events(self.seq, index, call_index, output);
+        self.seq += 2;
+        self.steps.push(Step::Send(text));
+    }
+
+    /// A function_call at `index` that the gateway runs as MCP tool `tool` of the demo's
+    /// server (the call's name is `github_<tool>`); its result comes with [`Self::mcp_output`].
+    fn mcp_call(&mut self, index: u64, tool: &'static str, args: &[&str]) {
+        self.call(index, &format!("github_{tool}"), args);
+        self.steps.push(Step::RunTool {
+            call_index: index,
+            tool,
+            arguments: args.concat(),
+        });
+    }
+
+    /// The result of the MCP tool run for the call at `call_index`, as the item at `index`.
+    fn mcp_output(&mut self, index: u64, call_index: u64) {
+        let seq = self.seq;
+        self.seq += 2;
+        self.steps.push(Step::ToolOutput {
+            index,
+            call_index,
+            seq,
+        });
     }
 
     /// One call that runs `runs_ms`, its output right after it.
@@ -115,6 +153,22 @@ impl Script {
             json!({"item_id": id, "output_index": index, "content_index": 0, "text": words}),
         );
     }
+}
+
+/// A function_call_output item's added and done events, numbered from `seq`.
+fn output_events(seq: u64, index: u64, call_index: u64, output: &str) -> String {
+    let item = json!({"id": format!("fco_{call_index}"), "type": "function_call_output",
+                      "call_id": format!("call_{call_index}"), "output": output,
+                      "status": "completed"});
+    ["response.output_item.added", "response.output_item.done"]
+        .iter()
+        .zip(seq..)
+        .map(|(kind, n)| {
+            let body = json!({"type": kind, "sequence_number": n, "output_index": index,
+                              "item": item});
+            format!("event: {kind}\ndata: {body}\n\n")
+        })
+        .collect()
 }
 
 /// Which agentic turn the gateway plays.
@@ -156,20 +210,28 @@ fn terminal(s: &mut Script) {
         "1. hyper: a fast HTTP implementation\n2. tokio: async runtime\n3. memchr",
     );
     s.pause(200);
-    s.tool_call(
+    s.mcp_call(
         3,
-        "github_create_issue",
-        &["{\"repo\":", "\"acme/rocket\"}"],
-        1000,
-        "invalid arguments: repository acme/rocket not found",
+        "search_issues",
+        &["{\"repo\":", "\"acme/rocket\",", "\"q\":\"streaming\"}"],
     );
+    s.mcp_output(4, 3);
     s.pause(200);
-    s.message(5, "I found three crates for an SSE proxy; filing the issue failed because the repository does not exist.");
+    s.mcp_call(5, "create_issue", &["{\"repo\":", "\"acme/rockets\"}"]);
+    s.mcp_output(6, 5);
+    s.pause(200);
+    s.message(
+        7,
+        "I found three crates for an SSE proxy, and acme/rocket already tracks streaming in #12, \
+         #31 and #48; filing the issue failed because there is no repository acme/rockets.",
+    );
 }
 
-/// How long the web turn's slow MCP call runs: long enough to watch (and to test) its row in
-/// progress while the gateway still holds the result.
+/// How long the web turn's slow MCP call runs (four steps): long enough to watch (and to
+/// test) its row in progress while the gateway still waits for the result.
 pub const SLOW_TOOL_MS: u64 = 4000;
+/// How long each of the terminal demo's slow MCP call's four steps takes.
+pub const TERMINAL_STEP_MS: u64 = 600;
 /// How long the web turn's web search runs, in parallel with the slow MCP call.
 const SEARCH_MS: u64 = 1500;
 
@@ -180,9 +242,9 @@ fn web(s: &mut Script) {
         "web_search",
         &["{\"query\":", "\"rust crates for ", "an SSE proxy\"}"],
     );
-    s.call(
+    s.mcp_call(
         2,
-        "github_search_issues",
+        "search_issues",
         &["{\"repo\":", "\"acme/rocket\",", "\"q\":\"streaming\"}"],
     );
     s.pause(SEARCH_MS);
@@ -191,12 +253,7 @@ fn web(s: &mut Script) {
         1,
         "1. hyper: HTTP/1 and HTTP/2\n2. tokio: async runtime\n3. memchr: fast byte search",
     );
-    s.pause(SLOW_TOOL_MS - SEARCH_MS);
-    s.output(
-        4,
-        2,
-        "3 open issues mention streaming: #12 buffering behind nginx, #31 idle timeouts, #48 reconnects",
-    );
+    s.mcp_output(4, 2);
     s.pause(300);
     s.tool_call(
         5,
@@ -206,17 +263,16 @@ fn web(s: &mut Script) {
         "docs/deploy.md: turn off response buffering in the load balancer",
     );
     s.pause(300);
-    s.tool_call(
+    s.mcp_call(
         7,
-        "github_create_issue",
+        "create_issue",
         &[
             "{\"repo\":",
             "\"acme/rockets\",",
             "\"title\":\"Show tool progress\"}",
         ],
-        1000,
-        "invalid arguments: repository acme/rockets not found",
     );
+    s.mcp_output(8, 7);
     s.pause(300);
     s.message(
         9,
@@ -242,37 +298,85 @@ impl Body for ChannelBody {
     }
 }
 
-fn respond(turn: Turn) -> Response<ChannelBody> {
-    let (tx, rx) = mpsc::channel(16);
-    tokio::spawn(async move {
-        for step in turn.steps() {
-            match step {
-                Step::Pause(d) => tokio::time::sleep(d).await,
-                Step::Send(text) => {
-                    if tx.send(Bytes::from(text)).await.is_err() {
-                        return; // the client went away
-                    }
+/// The gateway's side of one request: the turn's steps, the MCP tools run through `mcp` with
+/// the request's trace context.
+struct Turnout {
+    turn: Turn,
+    mcp: McpClient,
+    traceparent: Option<String>,
+}
+
+impl Turnout {
+    async fn play(self, tx: mpsc::Sender<Bytes>) {
+        let mut running: HashMap<u64, JoinHandle<ToolResult>> = HashMap::new();
+        for step in self.turn.steps() {
+            let text = match step {
+                Step::Pause(d) => {
+                    tokio::time::sleep(d).await;
+                    continue;
                 }
+                Step::RunTool {
+                    call_index,
+                    tool,
+                    arguments,
+                } => {
+                    let (mcp, traceparent) = (self.mcp.clone(), self.traceparent.clone());
+                    let run =
+                        async move { mcp.call(tool, &arguments, traceparent.as_deref()).await };
+                    running.insert(call_index, tokio::spawn(run));
+                    continue;
+                }
+                Step::ToolOutput {
+                    index,
+                    call_index,
+                    seq,
+                } => {
+                    let result = match running.remove(&call_index) {
+                        Some(run) => run.await.map(|r| r.text).unwrap_or_default(),
+                        None => String::new(),
+                    };
+                    output_events(seq, index, call_index, &result)
+                }
+                Step::Send(text) => text,
+            };
+            if tx.send(Bytes::from(text)).await.is_err() {
+                return; // the client went away
             }
         }
-    });
+    }
+}
+
+fn respond(turnout: Turnout) -> Response<ChannelBody> {
+    let (tx, rx) = mpsc::channel(16);
+    tokio::spawn(turnout.play(tx));
     Response::builder()
         .header("content-type", "text/event-stream")
         .body(ChannelBody(rx))
         .expect("a valid static response")
 }
 
-/// Plays `turn` to every request on `listener`, forever.
-pub async fn serve(listener: TcpListener, turn: Turn) {
+/// Plays `turn` to every request on `listener`, forever, running its MCP tools through `mcp`.
+pub async fn serve(listener: TcpListener, turn: Turn, mcp: McpClient) {
     let builder = auto::Builder::new(TokioExecutor::new());
     while let Ok((stream, _)) = listener.accept().await {
         let builder = builder.clone();
+        let mcp = mcp.clone();
         tokio::spawn(async move {
             let _ = builder
                 .serve_connection(
                     TokioIo::new(stream),
-                    service_fn(move |_request: Request<Incoming>| async move {
-                        Ok::<_, Infallible>(respond(turn))
+                    service_fn(move |request: Request<Incoming>| {
+                        let traceparent = request
+                            .headers()
+                            .get("traceparent")
+                            .and_then(|v| v.to_str().ok())
+                            .map(String::from);
+                        let turnout = Turnout {
+                            turn,
+                            mcp: mcp.clone(),
+                            traceparent,
+                        };
+                        async move { Ok::<_, Infallible>(respond(turnout)) }
                     }),
                 )
                 .await;

@@ -4,6 +4,8 @@
 //! `toolpulse demo --web` serves a page that shows the same in a browser ([`web`]).
 
 mod gateway;
+mod mcp;
+mod mcp_client;
 pub mod web;
 
 use std::io::{IsTerminal, Write};
@@ -20,42 +22,81 @@ use serde_json::Value;
 use tokio::net::TcpListener;
 
 use crate::config::Config;
+use crate::mcp::Front;
+use crate::progress::local::LocalHub;
 use crate::proxy::{Proxy, server};
 use crate::sse::{Item, Parser};
 
-/// antwort's failure phrases and an MCP rule, with heartbeats every second so they show.
+/// antwort's failure phrases and an MCP rule, heartbeats every second so they show, the
+/// `progress` profile so the slow tool's steps reach the stream, and the demo's MCP server
+/// behind toolpulse's MCP front (`{mcp}` is its address).
 const DEMO_CONFIG: &str = r#"
 [[tools]]
 match = ["github_*"]
 kind = "mcp"
+server_label = "github"
 [failure]
 output_patterns = ["^no executor found for tool ", "^search failed: ", "^invalid arguments: "]
 [heartbeat]
 interval_ms = 1000
+[events]
+profiles = ["openai", "progress"]
+[mcp]
+listen = "127.0.0.1:0"
+[[mcp.servers]]
+name = "github"
+upstream = "http://{mcp}/mcp"
+call_name = "github_{tool}"
 "#;
 
-/// The scripted gateway and toolpulse in front of it, both on loopback ports, running until
-/// the runtime stops.
+/// The scripted gateway, the demo's MCP server, and toolpulse in front of both (the proxy and
+/// the MCP front), all on loopback ports, running until the runtime stops.
 struct Stack {
     gateway: SocketAddr,
     proxy: SocketAddr,
+    mcp_front: SocketAddr,
 }
 
 impl Stack {
     async fn start(turn: gateway::Turn) -> anyhow::Result<Stack> {
+        let step = match turn {
+            gateway::Turn::Terminal => gateway::TERMINAL_STEP_MS,
+            gateway::Turn::Web => gateway::SLOW_TOOL_MS / mcp::SEARCH_STEPS.len() as u64,
+        };
+        let (mcp_listener, mcp_server) = mcp::bind().await?;
+        tokio::spawn(mcp::serve(mcp_listener, Duration::from_millis(step)));
+
+        let text = DEMO_CONFIG.replace("{mcp}", &mcp_server.to_string());
+        let mut config = Config::from_toml_str(&text).context("demo config")?;
+        let front_listener = TcpListener::bind("127.0.0.1:0").await?;
+        let mcp_front = front_listener.local_addr()?;
         let gateway = TcpListener::bind("127.0.0.1:0").await?;
         let gateway_addr = gateway.local_addr()?;
-        tokio::spawn(gateway::serve(gateway, turn));
+        let client = mcp_client::McpClient::new(format!("http://{mcp_front}/github"));
+        tokio::spawn(gateway::serve(gateway, turn, client));
 
-        let mut config = Config::from_toml_str(DEMO_CONFIG).context("demo config")?;
         config.proxy.upstream = Some(format!("http://{gateway_addr}").parse()?);
-        let proxy = Arc::new(Proxy::new(Arc::new(config))?);
+        let config = Arc::new(config);
+        let hub = LocalHub::new(config.progress.bind_window);
+        let proxy = Proxy::new(config.clone())?.with_progress(hub.clone());
+        let front = Front::new(&config, hub, proxy.metrics().clone())?
+            .context("the demo config has an [mcp] section")?;
+        tokio::spawn(crate::mcp::server::serve(
+            front_listener,
+            Arc::new(front),
+            std::future::pending(),
+        ));
         let listener = TcpListener::bind("127.0.0.1:0").await?;
         let proxy_addr = listener.local_addr()?;
-        tokio::spawn(server::serve(listener, proxy, std::future::pending()));
+        tokio::spawn(server::serve(
+            listener,
+            Arc::new(proxy),
+            std::future::pending(),
+        ));
         Ok(Stack {
             gateway: gateway_addr,
             proxy: proxy_addr,
+            mcp_front,
         })
     }
 }
@@ -64,16 +105,19 @@ pub async fn run() -> anyhow::Result<()> {
     let Stack {
         gateway: gateway_addr,
         proxy: proxy_addr,
+        mcp_front,
     } = Stack::start(gateway::Turn::Terminal).await?;
 
     let style = Style::new();
     let banner = [
         "toolpulse demo".to_string(),
         format!(
-            "  scripted gateway (antwort-shaped) on http://{gateway_addr}: a web search that takes"
+            "  scripted gateway (antwort-shaped) on http://{gateway_addr}: a web search (1.5 s),"
         ),
-        "  1.5 s, an MCP call that fails after 1 s, then the answer".to_string(),
-        format!("  toolpulse on http://{proxy_addr} in front of it\n"),
+        "  a slow MCP tool that reports its four steps, an MCP call that fails, then the answer"
+            .to_string(),
+        format!("  toolpulse on http://{proxy_addr} in front of it; the gateway reaches its MCP"),
+        format!("  server through toolpulse's MCP front on http://{mcp_front}/github\n"),
         format!("POST http://{proxy_addr}/v1/responses (stream: true); events as they arrive,"),
         format!("{} = injected by toolpulse:\n\n", style.injected("▶")),
     ];
@@ -180,6 +224,9 @@ impl Printer {
             if let Some(outcome) = json["outcome"].as_str() {
                 detail += &format!("  outcome={outcome} duration_ms={}", json["duration_ms"]);
             }
+            if kind.ends_with(".progress") {
+                detail += &format!("  {}", progress(&json));
+            }
             let text = format!("▶ {kind}  {detail}");
             self.line(t, &seq, &self.style.injected(&text))
         } else {
@@ -190,6 +237,17 @@ impl Printer {
 
     fn line(&self, t: Duration, seq: &str, text: &str) -> std::io::Result<()> {
         say(&format!("{:>6.2}s {seq:>4}  {text}\n", t.as_secs_f64()))
+    }
+}
+
+/// A progress event's message as the tool reported it, else its "progress/total".
+fn progress(json: &Value) -> String {
+    if let Some(message) = json["message"].as_str() {
+        return format!("{message:?}");
+    }
+    match json.get("total") {
+        Some(total) => format!("{}/{total}", json["progress"]),
+        None => json["progress"].to_string(),
     }
 }
 

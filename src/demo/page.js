@@ -9,7 +9,7 @@ const KINDS = {
   file_search_call: 'File search',
   mcp_call: 'MCP',
 };
-const LIFECYCLE = /^response\.([a-z_]+_call)\.(in_progress|searching|completed|failed)$/;
+const LIFECYCLE = /^response\.([a-z_]+_call)\.(in_progress|searching|progress|completed|failed)$/;
 const TICK_MS = 100;
 /** After this long without an event the clock says how long the stream has been quiet. */
 const QUIET_MS = 800;
@@ -158,6 +158,11 @@ class Run {
       node.dataset.phase = phase;
       return;
     }
+    if (phase === 'progress') {
+      if (node.dataset.state === 'running') this.progress(row, json);
+      return;
+    }
+    if (row.bar) row.bar.hidden = true;
     const failed = phase === 'failed' || json.outcome === 'failed';
     const duration = Number(json.duration_ms);
     node.dataset.state = failed ? 'failed' : 'completed';
@@ -171,6 +176,27 @@ class Run {
       time.textContent = '';
     }
     time.removeAttribute('aria-hidden');
+  }
+
+  /** What the tool itself reported (out of band, through toolpulse): its message and a bar. */
+  progress(row, json) {
+    const progress = Number(json.progress);
+    const total = Number(json.total);
+    const message = typeof json.message === 'string' ? json.message : '';
+    row.status.textContent =
+      message || (Number.isFinite(total) ? `${progress} of ${total}` : `${progress} done`);
+    row.node.dataset.progress = String(progress);
+    if (!row.bar) {
+      row.bar = el('progress', 'bar');
+      row.bar.setAttribute('aria-label', 'tool progress');
+      row.node.append(row.bar);
+    }
+    if (Number.isFinite(total) && total > 0) {
+      row.bar.max = total;
+      row.bar.value = Math.min(progress, total);
+    } else {
+      row.bar.removeAttribute('value'); // indeterminate: no total to measure against
+    }
   }
 
   addRow(id, family, name) {
@@ -254,6 +280,10 @@ function detail(json) {
   }
   if (item?.type) return item.status ? `${item.type} ${item.status}` : item.type;
   if (json.outcome) return `${json.name} ${json.outcome} ${json.duration_ms} ms`;
+  if (typeof json.progress === 'number') {
+    const of = typeof json.total === 'number' ? `/${json.total}` : '';
+    return `${json.name} ${json.progress}${of} ${json.message ?? ''}`.trim();
+  }
   if (json.name) return json.name;
   if (typeof json.delta === 'string') return JSON.stringify(json.delta);
   return '';

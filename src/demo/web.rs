@@ -80,9 +80,13 @@ pub async fn run(listen: SocketAddr) -> anyhow::Result<()> {
             stack.gateway
         ),
         format!(
-            "  ({slow_s} s) in parallel, a file search, an MCP call that fails, then the answer"
+            "  ({slow_s} s, reporting its steps) in parallel, a file search, an MCP call that fails,"
         ),
-        format!("  toolpulse on http://{} in front of it", stack.proxy),
+        "  then the answer".to_string(),
+        format!(
+            "  toolpulse on http://{} in front of it, its MCP front on http://{}/github",
+            stack.proxy, stack.mcp_front
+        ),
         format!("demo page: http://{addr}/"),
         "Ctrl-C to stop.\n".to_string(),
     ];
