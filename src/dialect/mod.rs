@@ -5,3 +5,4 @@
 mod members;
 pub mod request;
 pub mod responses;
+mod scan;

@@ -11,6 +11,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::members;
+use super::scan::{self, Scan};
 use crate::lifecycle::OutputFacts;
 use crate::lifecycle::track::{CallItem, Signal};
 
@@ -151,7 +152,48 @@ struct Part<'a> {
 
 /// Reads one event's data. `[DONE]` reads as nothing; anything not a JSON object is
 /// [`Unreadable`].
+///
+/// An event whose `type` can mean nothing for tool calls (a text delta, say: most of a stream)
+/// is only scanned for its numbers ([`scan`]); the others, and whatever the scan leaves to
+/// serde_json, are read whole ([`read_full`]). Both give the same [`Reading`] (tested).
 pub fn read<'a>(data: &'a [u8]) -> Result<Reading<'a>, Unreadable> {
+    if data == b"[DONE]" {
+        return Ok(Reading::default());
+    }
+    let text = std::str::from_utf8(data).map_err(|_| Unreadable)?;
+    let members = match scan::scan(data) {
+        Scan::Object(members) => members,
+        Scan::Invalid => return Err(Unreadable),
+        Scan::Decline => return read_full(data),
+    };
+    if let Some(kind) = &members.kind {
+        let kind = &data[kind.clone()];
+        let escaped = memchr::memchr(b'\\', kind).is_some();
+        let unquoted = kind.strip_prefix(b"\"").and_then(|k| k.strip_suffix(b"\""));
+        if escaped || unquoted.is_some_and(|k| may_signal(k) || lists_output(k)) {
+            return read_full(data);
+        }
+    }
+    let number = |span: Option<std::ops::Range<usize>>| {
+        let span = span?;
+        Some(Number {
+            value: plain_u64(&text[span.clone()])?,
+            span,
+        })
+    };
+    Ok(Reading {
+        sequence_number: number(members.sequence_number),
+        output_index: number(members.output_index),
+        ..Reading::default()
+    })
+}
+
+fn lists_output(kind: &[u8]) -> bool {
+    LISTS_OUTPUT.iter().any(|t| t.as_bytes() == kind)
+}
+
+/// [`read`] with serde_json, every top-level member visited.
+pub fn read_full<'a>(data: &'a [u8]) -> Result<Reading<'a>, Unreadable> {
     if data == b"[DONE]" {
         return Ok(Reading::default());
     }
@@ -314,6 +356,144 @@ fn plain_u64(digits: &str) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    mod scan_agrees_with_serde_json {
+        use super::*;
+        use proptest::prelude::*;
+
+        fn agree(data: &[u8]) {
+            assert_eq!(
+                read(data),
+                read_full(data),
+                "{}",
+                String::from_utf8_lossy(data)
+            );
+        }
+
+        #[test]
+        fn on_every_fixture_event() {
+            let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+            let mut dirs = vec![root];
+            let mut events = 0;
+            while let Some(dir) = dirs.pop() {
+                for entry in std::fs::read_dir(&dir).expect("fixtures").flatten() {
+                    let path = entry.path();
+                    if path.is_dir() {
+                        dirs.push(path);
+                        continue;
+                    }
+                    if path.extension().is_none_or(|e| e != "sse") {
+                        continue;
+                    }
+                    let mut parser = crate::sse::Parser::new(usize::MAX);
+                    parser.push(&std::fs::read(&path).expect("fixture"));
+                    parser.finish();
+                    while let Some(item) = parser.next_item() {
+                        if let crate::sse::Item::Event(event) = item
+                            && let Some(data) = event.data()
+                        {
+                            agree(&data);
+                            events += 1;
+                        }
+                    }
+                }
+            }
+            assert!(events > 1000, "{events} events");
+        }
+
+        /// Pieces of JSON, valid and not, that the scanner must judge as serde_json does.
+        const TOKENS: &[&str] = &[
+            "{",
+            "}",
+            "[",
+            "]",
+            ":",
+            ",",
+            " ",
+            "\n",
+            "\"type\"",
+            "\"sequence_number\"",
+            "\"output_index\"",
+            "\"item\"",
+            "\"response.output_text.delta\"",
+            "\"response.completed\"",
+            "\"response.output_item.added\"",
+            "0",
+            "12",
+            "-3",
+            "1.5",
+            "2e3",
+            "01",
+            "1.",
+            "null",
+            "true",
+            "fals",
+            "\"a\\\"b\"",
+            "\"\\u00e9\"",
+            "\"\\ud800\"",
+            "\"\\x\"",
+            "\"\u{1}\"",
+            "\"é☃\"",
+            "\"type\\u0020\"",
+            "\"",
+            "\\",
+            "18446744073709551616",
+        ];
+
+        fn value() -> impl Strategy<Value = serde_json::Value> {
+            use serde_json::Value;
+            let leaf = prop_oneof![
+                Just(Value::Null),
+                any::<bool>().prop_map(Value::Bool),
+                any::<u64>().prop_map(Value::from),
+                any::<i32>().prop_map(Value::from),
+                any::<f64>()
+                    .prop_filter("finite", |f| f.is_finite())
+                    .prop_map(Value::from),
+                "[ -~é\\u{1}-\\u{1f}\"\\\\]{0,8}".prop_map(Value::String),
+            ];
+            leaf.prop_recursive(4, 32, 4, |inner| {
+                prop_oneof![
+                    proptest::collection::vec(inner.clone(), 0..4)
+                        .prop_map(serde_json::Value::Array),
+                    proptest::collection::btree_map("[a-z_]{0,6}", inner, 0..4)
+                        .prop_map(|m| serde_json::Value::Object(m.into_iter().collect())),
+                ]
+            })
+        }
+
+        proptest! {
+            #[test]
+            fn on_token_soup(tokens in proptest::collection::vec(proptest::sample::select(TOKENS), 0..40)) {
+                agree(tokens.concat().as_bytes());
+            }
+
+            #[test]
+            fn on_events_with_any_values(
+                members in proptest::collection::vec(
+                    (prop_oneof![
+                        Just("type"), Just("sequence_number"), Just("output_index"),
+                        Just("delta"), Just("item")
+                    ], value()),
+                    0..6,
+                ),
+                kind in proptest::sample::select(&["response.output_text.delta", "response.completed", "response.output_item.done", "x"][..]),
+                cut in any::<prop::sample::Index>(),
+            ) {
+                let mut text = format!("{{\"type\":\"{kind}\"");
+                for (key, value) in &members {
+                    text += &format!(",\"{key}\":{value}");
+                }
+                text += "}";
+                agree(text.as_bytes());
+                // And cut short anywhere.
+                let at = cut.index(text.len() + 1);
+                if text.is_char_boundary(at) {
+                    agree(&text.as_bytes()[..at]);
+                }
+            }
+        }
+    }
 
     #[test]
     fn sequence_number_value_and_span() {

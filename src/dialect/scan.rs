@@ -1,0 +1,446 @@
+//! A structural scan of an event's JSON for the few top-level members toolpulse needs when it
+//! only has to renumber an event: where `type`, `sequence_number` and `output_index` lie.
+//!
+//! Most events of a stream with tool calls are read only so their numbers can be rewritten;
+//! reading them with serde_json (every member deserialized as a raw value) cost ~40 % of the
+//! core's time on such a stream. This scan validates the JSON exactly as serde_json does when
+//! it skips a value (strings with valid escapes and no control characters, the number grammar,
+//! literals, balanced containers, nothing after the object) and records where the wanted
+//! members' values lie, without building anything. No crate does "validate and locate
+//! top-level members" without materialising the values, hence the hand-written scanner.
+//!
+//! It declines ([`Scan::Decline`]) whatever it does not decide the way serde_json would with
+//! certainty — a top-level key with an escape (serde_json unescapes keys), nesting deeper than
+//! [`MAX_DEPTH`] — and the caller then reads the event with serde_json. Its agreement with
+//! serde_json is tested on every fixture and by a property test (`dialect::responses`).
+
+use std::ops::Range;
+
+/// Deeper nesting is left to serde_json (which skips values iteratively, with no depth limit).
+const MAX_DEPTH: u32 = 64;
+
+/// Where the wanted top-level members' values lie (the last occurrence of a repeated key, as
+/// serde_json and every client keep it), as byte ranges of the data.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Members {
+    pub kind: Option<Range<usize>>,
+    pub sequence_number: Option<Range<usize>>,
+    pub output_index: Option<Range<usize>>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Scan {
+    /// One valid JSON object.
+    Object(Members),
+    /// Not one valid JSON object (serde_json refuses it too).
+    Invalid,
+    /// Valid or not, serde_json must decide.
+    Decline,
+}
+
+/// Scans `data` (already known to be UTF-8).
+pub fn scan(data: &[u8]) -> Scan {
+    let mut cursor = Cursor { data, at: 0 };
+    match cursor.object() {
+        Ok(members) => {
+            cursor.whitespace();
+            if cursor.at == data.len() {
+                Scan::Object(members)
+            } else {
+                Scan::Invalid
+            }
+        }
+        Err(Stop::Invalid) => Scan::Invalid,
+        Err(Stop::Decline) => Scan::Decline,
+    }
+}
+
+enum Stop {
+    Invalid,
+    Decline,
+}
+
+type Step<T = ()> = Result<T, Stop>;
+
+/// Bytes that end the fast run through a string: the closing quote, an escape, a control
+/// character.
+static SPECIAL_IN_STRING: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut b = 0;
+    while b < 0x20 {
+        table[b] = true;
+        b += 1;
+    }
+    table[b'"' as usize] = true;
+    table[b'\\' as usize] = true;
+    table
+};
+
+/// The offset of the first byte of `bytes` in [`SPECIAL_IN_STRING`]. Eight bytes at a time
+/// (the bit tricks of "Bit Twiddling Hacks", as serde_json's own string scan does): the lowest
+/// flagged byte of a word is always a true match, later ones may not be.
+#[inline]
+fn special_in_string(bytes: &[u8]) -> Option<usize> {
+    const ONES: u64 = u64::from_ne_bytes([1; 8]);
+    const HIGH: u64 = u64::from_ne_bytes([0x80; 8]);
+    let below = |word: u64, n: u8| word.wrapping_sub(ONES * u64::from(n)) & !word & HIGH;
+    let mut at = 0;
+    let mut words = bytes.chunks_exact(8);
+    for chunk in &mut words {
+        let word = u64::from_le_bytes(chunk.try_into().unwrap_or_default());
+        let flagged = below(word ^ (ONES * u64::from(b'"')), 1)
+            | below(word ^ (ONES * u64::from(b'\\')), 1)
+            | below(word, 0x20);
+        if flagged != 0 {
+            return Some(at + (flagged.trailing_zeros() / 8) as usize);
+        }
+        at += 8;
+    }
+    let tail = words.remainder();
+    tail.iter()
+        .position(|&b| SPECIAL_IN_STRING[b as usize])
+        .map(|i| at + i)
+}
+
+struct Cursor<'a> {
+    data: &'a [u8],
+    at: usize,
+}
+
+impl Cursor<'_> {
+    fn peek(&self) -> Option<u8> {
+        self.data.get(self.at).copied()
+    }
+
+    #[inline]
+    fn whitespace(&mut self) {
+        while let Some(b' ' | b'\n' | b'\t' | b'\r') = self.peek() {
+            self.at += 1;
+        }
+    }
+
+    fn eat(&mut self, byte: u8) -> Step {
+        if self.peek() == Some(byte) {
+            self.at += 1;
+            Ok(())
+        } else {
+            Err(Stop::Invalid)
+        }
+    }
+
+    /// The top-level object, recording the wanted members.
+    fn object(&mut self) -> Step<Members> {
+        let mut members = Members::default();
+        self.whitespace();
+        self.eat(b'{')?;
+        self.whitespace();
+        if self.peek() == Some(b'}') {
+            self.at += 1;
+            return Ok(members);
+        }
+        loop {
+            self.whitespace();
+            if self.peek() != Some(b'"') {
+                return Err(Stop::Invalid);
+            }
+            let key_start = self.at + 1;
+            if self.string()? {
+                return Err(Stop::Decline);
+            }
+            let key = &self.data[key_start..self.at - 1];
+            self.whitespace();
+            self.eat(b':')?;
+            self.whitespace();
+            let start = self.at;
+            self.value()?;
+            let span = Some(start..self.at);
+            match key {
+                b"type" => members.kind = span,
+                b"sequence_number" => members.sequence_number = span,
+                b"output_index" => members.output_index = span,
+                _ => {}
+            }
+            self.whitespace();
+            match self.peek() {
+                Some(b',') => self.at += 1,
+                Some(b'}') => {
+                    self.at += 1;
+                    return Ok(members);
+                }
+                _ => return Err(Stop::Invalid),
+            }
+        }
+    }
+
+    /// A string starting at the opening quote; returns whether it has an escape.
+    #[inline]
+    fn string(&mut self) -> Step<bool> {
+        self.at += 1;
+        let mut escaped = false;
+        loop {
+            self.at += special_in_string(&self.data[self.at..]).ok_or(Stop::Invalid)?;
+            match self.data[self.at] {
+                b'"' => {
+                    self.at += 1;
+                    return Ok(escaped);
+                }
+                b'\\' => {
+                    escaped = true;
+                    self.escape()?;
+                }
+                _ => return Err(Stop::Invalid), // a control character
+            }
+        }
+    }
+
+    /// The escape at the backslash: one of `"\/bfnrt`, or `u` and four hex digits (which
+    /// serde_json does not check for surrogates when it skips a string).
+    fn escape(&mut self) -> Step {
+        self.at += 1;
+        match self.peek() {
+            Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => {
+                self.at += 1;
+                Ok(())
+            }
+            Some(b'u') => {
+                let hex = self
+                    .data
+                    .get(self.at + 1..self.at + 5)
+                    .ok_or(Stop::Invalid)?;
+                if !hex.iter().all(u8::is_ascii_hexdigit) {
+                    return Err(Stop::Invalid);
+                }
+                self.at += 5;
+                Ok(())
+            }
+            _ => Err(Stop::Invalid),
+        }
+    }
+
+    /// Any value, skipped; containers without recursion (a bit per level says `{` or `[`).
+    fn value(&mut self) -> Step {
+        let mut depth = 0u32;
+        let mut objects = 0u64;
+        loop {
+            // A value.
+            self.whitespace();
+            match self.peek().ok_or(Stop::Invalid)? {
+                b'"' => {
+                    self.string()?;
+                }
+                b'-' | b'0'..=b'9' => self.number()?,
+                b't' => self.literal(b"true")?,
+                b'f' => self.literal(b"false")?,
+                b'n' => self.literal(b"null")?,
+                open @ (b'{' | b'[') => {
+                    if depth == MAX_DEPTH {
+                        return Err(Stop::Decline);
+                    }
+                    self.at += 1;
+                    objects = objects << 1 | u64::from(open == b'{');
+                    depth += 1;
+                    self.whitespace();
+                    let close = if open == b'{' { b'}' } else { b']' };
+                    if self.peek() == Some(close) {
+                        self.at += 1;
+                        objects >>= 1;
+                        depth -= 1;
+                    } else {
+                        if open == b'{' {
+                            self.key()?;
+                        }
+                        continue;
+                    }
+                }
+                _ => return Err(Stop::Invalid),
+            }
+            // After a value: the enclosing containers' commas and ends.
+            loop {
+                if depth == 0 {
+                    return Ok(());
+                }
+                self.whitespace();
+                let in_object = objects & 1 == 1;
+                match self.peek() {
+                    Some(b',') => {
+                        self.at += 1;
+                        if in_object {
+                            self.whitespace();
+                            self.key()?;
+                        }
+                        break;
+                    }
+                    Some(b'}') if in_object => {}
+                    Some(b']') if !in_object => {}
+                    _ => return Err(Stop::Invalid),
+                }
+                self.at += 1;
+                objects >>= 1;
+                depth -= 1;
+            }
+        }
+    }
+
+    /// A nested object's key and its colon.
+    fn key(&mut self) -> Step {
+        if self.peek() != Some(b'"') {
+            return Err(Stop::Invalid);
+        }
+        self.string()?;
+        self.whitespace();
+        self.eat(b':')
+    }
+
+    /// `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`, with no digit right after a lone 0.
+    fn number(&mut self) -> Step {
+        if self.peek() == Some(b'-') {
+            self.at += 1;
+        }
+        match self.peek() {
+            Some(b'0') => {
+                self.at += 1;
+                if self.peek().is_some_and(|b| b.is_ascii_digit()) {
+                    return Err(Stop::Invalid);
+                }
+            }
+            Some(b'1'..=b'9') => self.digits(),
+            _ => return Err(Stop::Invalid),
+        }
+        if self.peek() == Some(b'.') {
+            self.at += 1;
+            self.some_digits()?;
+        }
+        if let Some(b'e' | b'E') = self.peek() {
+            self.at += 1;
+            if let Some(b'+' | b'-') = self.peek() {
+                self.at += 1;
+            }
+            self.some_digits()?;
+        }
+        Ok(())
+    }
+
+    fn digits(&mut self) {
+        while self.peek().is_some_and(|b| b.is_ascii_digit()) {
+            self.at += 1;
+        }
+    }
+
+    fn some_digits(&mut self) -> Step {
+        if !self.peek().is_some_and(|b| b.is_ascii_digit()) {
+            return Err(Stop::Invalid);
+        }
+        self.digits();
+        Ok(())
+    }
+
+    fn literal(&mut self, word: &[u8]) -> Step {
+        if self.data[self.at..].starts_with(word) {
+            self.at += word.len();
+            Ok(())
+        } else {
+            Err(Stop::Invalid)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn members(json: &str) -> Members {
+        match scan(json.as_bytes()) {
+            Scan::Object(m) => m,
+            other => panic!("{json}: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn finds_the_top_level_members_only() {
+        let json = r#" {"response":{"sequence_number":1,"output_index":[2]},"type" : "x",
+            "sequence_number": 12 ,"output_index":3, "sequence_number":13} "#;
+        let m = members(json);
+        let at = |r: Option<Range<usize>>| r.map(|r| &json[r]);
+        assert_eq!(at(m.kind), Some("\"x\""));
+        assert_eq!(at(m.sequence_number), Some("13"));
+        assert_eq!(at(m.output_index), Some("3"));
+    }
+
+    #[test]
+    fn refuses_what_serde_json_refuses() {
+        for json in [
+            "",
+            "[]",
+            "1",
+            "{",
+            "}",
+            r#"{"a"}"#,
+            r#"{"a":}"#,
+            r#"{"a":1,}"#,
+            r#"{"a":1 "b":2}"#,
+            r#"{"a":01}"#,
+            r#"{"a":-}"#,
+            r#"{"a":1.}"#,
+            r#"{"a":1e}"#,
+            r#"{"a":.5}"#,
+            r#"{"a":tru}"#,
+            r#"{"a":[1,]}"#,
+            r#"{"a":{"b"}}"#,
+            r#"{"a":{,}}"#,
+            r#"{"a":[}"#,
+            r#"{"a":"\x"}"#,
+            r#"{"a":"\u12g4"}"#,
+            "{\"a\":\"\u{1}\"}",
+            r#"{"a":1} x"#,
+            r#"{"a":"x}"#,
+            r#"{"a":[1]]}"#,
+            r#"{"a":{}}}"#,
+            r#"{1:2}"#,
+        ] {
+            assert_eq!(scan(json.as_bytes()), Scan::Invalid, "{json}");
+            let object = serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(json);
+            assert!(object.is_err(), "{json}");
+        }
+    }
+
+    #[test]
+    fn accepts_what_serde_json_accepts() {
+        for json in [
+            "{}",
+            " {\t}\n",
+            r#"{"a":[],"b":{},"c":[[{"d":[null,true,false,-0,0.5e+3,1E-2,"\u00e9\n"]}]]}"#,
+            r#"{"a":"\ud800 lone surrogates are skipped"}"#,
+            r#"{"n":-12.25e10,"s":"é ☃ \"q\" \\ \/"}"#,
+        ] {
+            assert!(matches!(scan(json.as_bytes()), Scan::Object(_)), "{json}");
+        }
+    }
+
+    #[test]
+    fn finds_special_bytes_in_strings_as_a_byte_loop_does() {
+        let slow = |b: &[u8]| b.iter().position(|&x| SPECIAL_IN_STRING[x as usize]);
+        let mut text: Vec<u8> = (0..=255u8).cycle().take(600).collect();
+        for start in 0..text.len() {
+            assert_eq!(special_in_string(&text[start..]), slow(&text[start..]), "{start}");
+        }
+        text.retain(|b| !SPECIAL_IN_STRING[*b as usize]);
+        for special in [b'"', b'\\', 0, 0x1f] {
+            for at in 0..20 {
+                let mut t = text[..30].to_vec();
+                t[at] = special;
+                t[at + 3] = b'"';
+                assert_eq!(special_in_string(&t), Some(at), "{special} at {at}");
+            }
+        }
+        assert_eq!(special_in_string(&text), None);
+    }
+
+    #[test]
+    fn declines_escaped_top_level_keys_and_deep_nesting() {
+        assert_eq!(scan(br#"{"sequence\u005fnumber":1}"#), Scan::Decline);
+        let deep = format!("{{\"a\":{}1{}}}", "[".repeat(70), "]".repeat(70));
+        assert_eq!(scan(deep.as_bytes()), Scan::Decline);
+        let fine = format!("{{\"a\":{}1{}}}", "[".repeat(60), "]".repeat(60));
+        assert!(matches!(scan(fine.as_bytes()), Scan::Object(_)));
+    }
+}
