@@ -208,7 +208,7 @@ impl Metrics {
         );
         r.register(
             "progress_bus_up",
-            "1 while the progress bus (Redis) is reachable; 0 when it is down or not configured",
+            "Whether the progress bus (Redis) is reachable now (1) or down or not configured (0)",
             m.progress_bus_up.clone(),
         );
         m

@@ -99,6 +99,17 @@ impl RedisServer {
         redis::cmd("PING").query(&mut conn)
     }
 
+    /// The channels under `prefix` with a subscriber (the replicas listening).
+    pub fn channels(&self, prefix: &str) -> usize {
+        let mut conn = self.connection();
+        let channels: Vec<String> = redis::cmd("PUBSUB")
+            .arg("CHANNELS")
+            .arg(format!("{prefix}:*"))
+            .query(&mut conn)
+            .expect("PUBSUB CHANNELS");
+        channels.len()
+    }
+
     /// Every key under `prefix`, with its remaining TTL in ms (-1: none).
     pub fn keys(&self, prefix: &str) -> Vec<(String, i64)> {
         let mut conn = self.connection();

@@ -136,7 +136,9 @@ impl Link {
         match before {
             DOWN => {
                 tracing::info!("progress bus back: registering the open calls again");
-                self.came_back.notify_waiters();
+                // A permit, not a wake-up of current waiters: the subscriber may be between
+                // two attempts right now, and must not then sleep out its back-off.
+                self.came_back.notify_one();
             }
             CONNECTING => tracing::info!(replica = %self.replica, "progress bus connected"),
             _ => {}
