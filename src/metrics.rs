@@ -52,6 +52,13 @@ pub struct SourceOutcome {
     pub outcome: &'static str,
 }
 
+/// An operation of the progress bus (Redis): register, unregister, refresh, bind, find,
+/// publish, subscribe, connect, queue.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct Op {
+    pub op: &'static str,
+}
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct Response {
     pub response: &'static str,
@@ -81,6 +88,8 @@ pub struct Metrics {
     pub mcp_connections_rejected: Counter,
     pub progress: Family<SourceOutcome, Counter>,
     pub mcp_bound_calls: Gauge,
+    pub progress_bus_errors: Family<Op, Counter>,
+    pub progress_bus_up: Gauge,
 }
 
 impl Default for Metrics {
@@ -110,6 +119,8 @@ impl Metrics {
             mcp_connections_rejected: Counter::default(),
             progress: Family::default(),
             mcp_bound_calls: Gauge::default(),
+            progress_bus_errors: Family::default(),
+            progress_bus_up: Gauge::default(),
         };
         let r = &mut m.registry;
         r.register(
@@ -196,6 +207,16 @@ impl Metrics {
             "mcp_bound_calls",
             "MCP tools/call requests whose progress is followed now",
             m.mcp_bound_calls.clone(),
+        );
+        r.register(
+            "progress_bus_errors",
+            "Progress bus (Redis) operations that failed, timed out or were skipped, by operation",
+            m.progress_bus_errors.clone(),
+        );
+        r.register(
+            "progress_bus_up",
+            "Whether the progress bus (Redis) is reachable now (1) or down or not configured (0)",
+            m.progress_bus_up.clone(),
         );
         m
     }

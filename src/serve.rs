@@ -18,7 +18,9 @@ use tokio_util::sync::CancellationToken;
 use crate::admin::{self, Admin};
 use crate::config::{Config, Overrides};
 use crate::mcp::{self, Front};
-use crate::metrics::Outcome;
+use crate::metrics::{Metrics, Outcome};
+use crate::progress::ProgressHub;
+use crate::progress::bus::BusHub;
 use crate::progress::local::LocalHub;
 use crate::proxy::{Proxy, server};
 
@@ -31,14 +33,10 @@ pub async fn run(
     overrides: Overrides,
 ) -> anyhow::Result<()> {
     let config = Arc::new(config);
-    // The registry of open calls, when something can report progress (the MCP listener).
-    let hub = config
-        .mcp
-        .as_ref()
-        .map(|_| LocalHub::new(config.progress.bind_window));
     let mut proxy = Proxy::new(config.clone())?;
-    if let Some(hub) = &hub {
-        proxy = proxy.with_progress(hub.clone());
+    let hub = progress_hub(&config, proxy.metrics())?;
+    if let Some((streams, _)) = &hub {
+        proxy = proxy.with_progress(streams.clone());
     }
     let proxy = Arc::new(proxy);
     let admin = Arc::new(Admin::new(proxy.metrics().clone()));
@@ -50,7 +48,7 @@ pub async fn run(
         .with_context(|| format!("cannot listen on {} (admin.listen)", config.admin.listen))?;
     let admin_addr = admin_listener.local_addr()?;
     let front = match hub {
-        Some(hub) => Front::new(&config, hub, proxy.metrics().clone())?.map(Arc::new),
+        Some((_, hub)) => Front::new(&config, hub, proxy.metrics().clone())?.map(Arc::new),
         None => None,
     };
     let mcp = match &front {
@@ -114,6 +112,30 @@ pub async fn run(
     let (clean, mcp_clean) = tokio::join!(connections.drain(drain_timeout, &proxy), mcp_drain);
     tracing::info!(clean = clean && mcp_clean, "stopped");
     Ok(())
+}
+
+/// Where the proxy registers its streams, and the hub the MCP front reports to.
+type Hubs = (Arc<LocalHub>, Arc<dyn ProgressHub>);
+
+/// The registry of open calls, when something can report progress (the MCP listener): the
+/// in-process one, or with `[progress] bus` the one shared through Redis. Either way the proxy
+/// registers its streams in the in-process registry (returned first); the MCP front talks to
+/// the hub.
+fn progress_hub(config: &Config, metrics: &Arc<Metrics>) -> anyhow::Result<Option<Hubs>> {
+    if config.mcp.is_none() {
+        return Ok(None);
+    }
+    let window = config.progress.bind_window;
+    Ok(Some(match &config.progress.bus {
+        None => {
+            let local = LocalHub::new(window);
+            (local.clone(), local)
+        }
+        Some(bus) => {
+            let hub = BusHub::start(bus, window, metrics.clone())?;
+            (hub.streams(), hub)
+        }
+    }))
 }
 
 async fn handle_signals(

@@ -419,21 +419,30 @@ fn every_yaml_document_under_deploy_parses() {
     }
 }
 
-/// The Kubernetes objects under deploy/kubernetes, by kind.
-fn kubernetes() -> BTreeMap<String, Yaml> {
+/// The Kubernetes objects under deploy/kubernetes named `name` (and the Kustomization), by
+/// kind: `toolpulse`'s own, or `toolpulse-redis`'s (the progress bus).
+fn kubernetes_named(name: &str) -> BTreeMap<String, Yaml> {
     let mut objects = BTreeMap::new();
     for file in yaml_files(&repo("deploy/kubernetes")) {
         for doc in load_yaml(&file) {
             assert!(doc["apiVersion"].as_str().is_some(), "{}", file.display());
             let kind = text(&doc["kind"], "kind").to_string();
             if kind != "Kustomization" {
-                assert_eq!(text(&doc["metadata"]["name"], "name"), "toolpulse");
+                let named = text(&doc["metadata"]["name"], "name");
+                assert!(["toolpulse", "toolpulse-redis"].contains(&named), "{named}");
+                if named != name {
+                    continue;
+                }
             }
             let previous = objects.insert(kind.clone(), doc);
             assert!(previous.is_none(), "two {kind}s");
         }
     }
     objects
+}
+
+fn kubernetes() -> BTreeMap<String, Yaml> {
+    kubernetes_named("toolpulse")
 }
 
 /// A `[progress] token` for configs that need one (as the pod's Secret gives it).
@@ -831,6 +840,96 @@ fn compose_puts_toolpulse_in_front_of_the_gateway() {
         .and_then(|s| s.parse().ok())
         .expect("like 45s");
     assert!(Duration::from_secs(grace) > config.proxy.drain_timeout);
+}
+
+#[test]
+fn kubernetes_pods_share_progress_through_their_redis() {
+    let objects = kubernetes();
+    let redis = kubernetes_named("toolpulse-redis");
+    let (_, _, config) = configmap_config(&objects);
+    let bus = config
+        .progress
+        .bus
+        .as_ref()
+        .expect("[progress] bus in the ConfigMap");
+    assert!(bus.url.expose().starts_with("redis://"), "{}", bus.url);
+    let url: http::Uri = bus.url.expose().parse().expect("a URL");
+    let service = &redis["Service"];
+    assert_eq!(
+        url.host(),
+        service["metadata"]["name"].as_str(),
+        "the bus is the Service"
+    );
+    let port = list(&service["spec"]["ports"], "ports")[0]["port"].as_i64();
+    assert_eq!(url.port_u16().map(i64::from), port);
+    let deployment = &redis["Deployment"];
+    let pod_labels = &deployment["spec"]["template"]["metadata"]["labels"];
+    assert!(selects(&service["spec"]["selector"], pod_labels));
+    let args: Vec<&str> = list(
+        &deployment["spec"]["template"]["spec"]["containers"][0]["args"],
+        "args",
+    )
+    .iter()
+    .map(|a| text(a, "arg"))
+    .collect();
+    assert!(
+        args.windows(2).any(|w| w == ["--save", ""]),
+        "no persistence: {args:?}"
+    );
+    // Only toolpulse's pods reach it.
+    let policy = &redis["NetworkPolicy"];
+    assert!(selects(
+        &policy["spec"]["podSelector"]["matchLabels"],
+        pod_labels
+    ));
+    let from = list(&policy["spec"]["ingress"][0]["from"], "from");
+    let toolpulse_pods = &objects["Deployment"]["spec"]["template"]["metadata"]["labels"];
+    assert!(
+        from.iter()
+            .all(|f| selects(&f["podSelector"]["matchLabels"], toolpulse_pods))
+    );
+    // A managed Redis's URL (with its password) may come from the Secret, optionally.
+    let container = &objects["Deployment"]["spec"]["template"]["spec"]["containers"][0];
+    let env = list(&container["env"], "env");
+    let url_env = env
+        .iter()
+        .find(|e| e["name"].as_str() == Some(toolpulse::config::REDIS_URL_ENV))
+        .expect("TOOLPULSE_REDIS_URL");
+    assert_eq!(
+        url_env["valueFrom"]["secretKeyRef"]["optional"].as_bool(),
+        Some(true)
+    );
+}
+
+#[test]
+fn compose_runs_two_replicas_sharing_a_redis() {
+    let path = repo("deploy/docker-compose.yml");
+    let compose = &load_yaml(&path)[0];
+    let toolpulse = &compose["services"]["toolpulse"];
+    assert_eq!(int(&toolpulse["deploy"]["replicas"], "replicas"), 2);
+    let source = text(&toolpulse["configs"][0]["source"], "source");
+    let content = text(&compose["configs"][source]["content"], "config content");
+    let config = toolpulse::Config::from_toml_with_token(content, Some(TOKEN)).expect("config");
+    let bus = config.progress.bus.expect("[progress] bus");
+    let url: http::Uri = bus.url.expose().parse().expect("a URL");
+    let host = url.host().expect("a host");
+    let redis = &compose["services"][host];
+    assert!(
+        redis.as_hash().is_some(),
+        "the bus host {host} is a compose service"
+    );
+    let expose: Vec<&str> = list(&redis["expose"], "expose")
+        .iter()
+        .map(|p| text(p, "port"))
+        .collect();
+    assert_eq!(expose, [url.port_u16().unwrap_or(6379).to_string()]);
+    assert!(redis["ports"].is_badvalue(), "Redis is not published");
+    // Each replica publishes its own proxy port (a range, one per replica).
+    let published = list(&toolpulse["ports"], "ports");
+    assert!(
+        text(&published[0], "port").starts_with("8080-8081:"),
+        "{published:?}"
+    );
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -29,7 +29,7 @@ use toolpulse::Config;
 use toolpulse::mcp::{Front, server};
 use toolpulse::metrics::Metrics;
 use toolpulse::progress::{
-    BindingId, Delivery, McpToolCall, Progress, ProgressHub, Target, TraceId,
+    BindingId, Delivery, McpToolCall, PostFuture, Progress, ProgressHub, Target, TraceId,
 };
 
 use common::{HttpClient, http_client, json_body, read_all};
@@ -112,9 +112,9 @@ impl ProgressHub for RecordingHub {
         self.record(Seen::Release(binding));
     }
 
-    fn post(&self, target: Target, progress: Progress) -> Delivery {
+    fn post(&self, target: Target, progress: Progress) -> PostFuture<'_> {
         self.record(Seen::Post(target, progress));
-        *self.answer.lock().expect("lock")
+        Box::pin(std::future::ready(*self.answer.lock().expect("lock")))
     }
 }
 

@@ -76,7 +76,7 @@ async fn progress_reaches_the_stream_of_its_call_between_start_and_end() {
     let binding = hub.bind(mcp);
     assert_eq!(hub.progress(binding, report(1.0)), Delivery::Delivered);
     seen.extend(read_until(&mut body, "step 1/3").await);
-    let by_id = hub.post(Target::CallId("call_1".into()), report(2.0));
+    let by_id = hub.post_now(Target::CallId("call_1".into()), report(2.0));
     assert_eq!(by_id, Delivery::Delivered);
 
     release.notify_one();
@@ -112,7 +112,7 @@ async fn a_flood_of_reports_is_paced_and_never_waits_for_the_client() {
     const REPORTS: u32 = 100_000;
     let started = std::time::Instant::now();
     for n in 1..=REPORTS {
-        let delivery = hub.post(Target::CallId("call_1".into()), report(f64::from(n)));
+        let delivery = hub.post_now(Target::CallId("call_1".into()), report(f64::from(n)));
         assert_eq!(delivery, Delivery::Delivered);
         if n % 10_000 == 0 {
             tokio::task::yield_now().await;

@@ -11,6 +11,7 @@ use http::Uri;
 use serde::Deserialize;
 use toml::Spanned;
 
+use super::bus::{self, BusConfig, DEFAULT_BUS_PREFIX, REDIS_URL_ENV, RedisUrl};
 use super::{ConfigError, parse_upstream};
 
 pub const DEFAULT_MCP_LISTEN: &str = "127.0.0.1:8090";
@@ -68,6 +69,8 @@ pub struct ProgressConfig {
     pub bind_window: Duration,
     /// At most one progress event per call per this interval reaches a client.
     pub min_interval: Duration,
+    /// The Redis shared by replicas; `None`: the in-process registry alone.
+    pub bus: Option<BusConfig>,
 }
 
 impl Default for ProgressConfig {
@@ -76,6 +79,7 @@ impl Default for ProgressConfig {
             token: None,
             bind_window: Duration::from_millis(DEFAULT_BIND_WINDOW_MS),
             min_interval: Duration::from_millis(DEFAULT_MIN_INTERVAL_MS),
+            bus: None,
         }
     }
 }
@@ -128,6 +132,8 @@ pub(super) struct RawProgress {
     pub(super) token: Option<Spanned<String>>,
     pub(super) bind_window_ms: u64,
     pub(super) min_interval_ms: u64,
+    pub(super) bus: Option<Spanned<String>>,
+    pub(super) bus_prefix: Option<Spanned<String>>,
 }
 
 impl Default for RawProgress {
@@ -136,6 +142,8 @@ impl Default for RawProgress {
             token: None,
             bind_window_ms: DEFAULT_BIND_WINDOW_MS,
             min_interval_ms: DEFAULT_MIN_INTERVAL_MS,
+            bus: None,
+            bus_prefix: None,
         }
     }
 }
@@ -164,7 +172,45 @@ pub(super) fn progress(
         token,
         bind_window: Duration::from_millis(raw.bind_window_ms),
         min_interval: Duration::from_millis(raw.min_interval_ms),
+        bus: None,
     })
+}
+
+/// Validates `bus` and `bus_prefix`; `env_url` is [`REDIS_URL_ENV`]'s value, which wins over
+/// the file's. A bus in the file needs the MCP listener (nothing else reports progress); one
+/// from the environment alone is ignored without it, so one deployment-wide variable does not
+/// stop a replica that runs no MCP front.
+pub(super) fn bus(
+    raw: &RawProgress,
+    env_url: Option<&str>,
+    mcp_runs: bool,
+    invalid: Invalid,
+) -> Result<Option<BusConfig>, ConfigError> {
+    let prefix = match &raw.bus_prefix {
+        Some(text) => bus::prefix(text.get_ref())
+            .map_err(|m| invalid("progress.bus_prefix".into(), text.span(), m))?,
+        None => DEFAULT_BUS_PREFIX.to_string(),
+    };
+    let url = match (env_url, &raw.bus) {
+        (Some(text), _) => {
+            RedisUrl::parse(text).map_err(|m| invalid(REDIS_URL_ENV.into(), 0..0, m))?
+        }
+        (None, Some(text)) => RedisUrl::parse(text.get_ref())
+            .map_err(|m| invalid("progress.bus".into(), text.span(), m))?,
+        (None, None) => return Ok(None),
+    };
+    if !mcp_runs {
+        return match &raw.bus {
+            Some(text) => {
+                let message = "the bus carries progress from the MCP listener: add [mcp] \
+                               (listen or servers), or remove bus"
+                    .to_string();
+                Err(invalid("progress.bus".into(), text.span(), message))
+            }
+            None => Ok(None),
+        };
+    }
+    Ok(Some(BusConfig { url, prefix }))
 }
 
 fn token_from(text: &str) -> Result<BearerToken, String> {

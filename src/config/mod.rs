@@ -15,9 +15,11 @@ use crate::lifecycle::classify::{FALLBACK, Origin};
 use crate::lifecycle::{Classifier, FailureRules};
 use crate::profiles::Profile;
 use crate::sanitize::Sanitizer;
+pub use bus::{BusConfig, REDIS_URL_ENV, RedisUrl};
 pub use mcp::{BearerToken, McpConfig, McpServer, PROGRESS_TOKEN_ENV, ProgressConfig};
 use raw::*;
 
+pub mod bus;
 pub mod mcp;
 mod raw;
 
@@ -276,6 +278,15 @@ impl Default for Config {
     }
 }
 
+/// What the environment may give beside the file: the secrets kept out of config files.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Env<'a> {
+    /// [`PROGRESS_TOKEN_ENV`]: the `[progress] token` when the file names none.
+    pub progress_token: Option<&'a str>,
+    /// [`REDIS_URL_ENV`]: the `[progress] bus`, over the file's.
+    pub redis_url: Option<&'a str>,
+}
+
 impl Config {
     /// Parses and validates a config file's text (the environment is not read).
     pub fn from_toml_str(text: &str) -> Result<Config, ConfigError> {
@@ -288,13 +299,24 @@ impl Config {
         text: &str,
         env_token: Option<&str>,
     ) -> Result<Config, ConfigError> {
+        let env = Env {
+            progress_token: env_token,
+            redis_url: None,
+        };
+        Config::from_toml_with_env(text, &env)
+    }
+
+    /// Like [`Config::from_toml_str`], with the environment's values ([`Env`]).
+    pub fn from_toml_with_env(text: &str, env: &Env<'_>) -> Result<Config, ConfigError> {
+        let env_token = env.progress_token;
         let raw: RawConfig = toml::from_str(text).map_err(|e| ConfigError::syntax(e, text))?;
         let invalid = |key: String, span: std::ops::Range<usize>, message: String| {
             let line = text[..span.start.min(text.len())].matches('\n').count() + 1;
             ConfigError::Invalid { key, line, message }
         };
-        let progress = mcp::progress(&raw.progress, env_token, &invalid)?;
+        let mut progress = mcp::progress(&raw.progress, env_token, &invalid)?;
         let mcp = mcp::mcp(&raw.mcp, &progress, &invalid)?;
+        progress.bus = mcp::bus(&raw.progress, env.redis_url, mcp.is_some(), &invalid)?;
 
         let mut rules = Vec::new();
         for (i, tool) in raw.tools.iter().enumerate() {
@@ -508,6 +530,10 @@ impl Config {
             None => "not required",
         };
         let _ = writeln!(s, "progress: bearer token {token}");
+        if let Some(bus) = &self.progress.bus {
+            let (url, prefix) = (&bus.url, &bus.prefix);
+            let _ = writeln!(s, "progress: bus {url} (keys and channels {prefix}:*)");
+        }
         let names = |list: &[Profile]| list.iter().map(|p| p.name()).collect::<Vec<_>>().join(", ");
         let (on, allowed) = (
             names(&self.events.profiles),
@@ -528,10 +554,13 @@ impl Config {
             error,
         })?;
         // An empty variable counts as unset, as shells and compose files often leave it.
-        let env_token = std::env::var(PROGRESS_TOKEN_ENV)
-            .ok()
-            .filter(|t| !t.is_empty());
-        Config::from_toml_with_token(&text, env_token.as_deref())
+        let var = |name: &str| std::env::var(name).ok().filter(|t| !t.is_empty());
+        let (token, redis_url) = (var(PROGRESS_TOKEN_ENV), var(REDIS_URL_ENV));
+        let env = Env {
+            progress_token: token.as_deref(),
+            redis_url: redis_url.as_deref(),
+        };
+        Config::from_toml_with_env(&text, &env)
     }
 }
 

@@ -287,3 +287,78 @@ fn mcp_errors_name_key_and_line() {
         "{e}"
     );
 }
+
+#[test]
+fn the_progress_bus() {
+    let mcp = "[mcp]\nlisten = \"127.0.0.1:8090\"\n";
+    let file =
+        format!("{mcp}[progress]\nbus = \"redis://:pw@cache:6379/1\"\nbus_prefix = \"tp-eu\"\n");
+    let c = Config::from_toml_str(&file).expect("valid");
+    let bus = c.progress.bus.as_ref().expect("a bus");
+    assert_eq!(
+        (bus.url.expose(), bus.prefix.as_str()),
+        ("redis://:pw@cache:6379/1", "tp-eu")
+    );
+    let described = c.describe();
+    assert!(
+        described.contains("progress: bus redis://cache:6379/1 (keys and channels tp-eu:*)"),
+        "{described}"
+    );
+    assert!(!described.contains("pw"), "{described}");
+    assert!(
+        Config::from_toml_str(mcp)
+            .expect("valid")
+            .progress
+            .bus
+            .is_none(),
+        "off by default"
+    );
+
+    // The environment's URL (with its password) wins; the prefix defaults.
+    let env = Env {
+        progress_token: None,
+        redis_url: Some("rediss://:secret@managed:6380/0"),
+    };
+    let c = Config::from_toml_with_env(&file.replace("bus_prefix = \"tp-eu\"\n", ""), &env)
+        .expect("valid");
+    let bus = c.progress.bus.expect("a bus");
+    assert_eq!(
+        (bus.url.expose(), bus.prefix.as_str()),
+        ("rediss://:secret@managed:6380/0", "toolpulse")
+    );
+    // Without the MCP listener nothing reports progress: a bus in the file is a mistake, one
+    // only in the environment is ignored.
+    let e = error("[progress]\nbus = \"redis://cache:6379\"\n");
+    assert!(
+        e.contains("line 2: progress.bus: the bus carries progress from the MCP listener"),
+        "{e}"
+    );
+    assert!(
+        Config::from_toml_with_env("", &env)
+            .expect("valid")
+            .progress
+            .bus
+            .is_none()
+    );
+
+    let e = error(&format!("{mcp}[progress]\nbus = \"http://cache:6379\"\n"));
+    assert!(
+        e.contains("line 4: progress.bus: must start with redis://"),
+        "{e}"
+    );
+    let e = error(&format!(
+        "{mcp}[progress]\nbus = \"redis://c\"\nbus_prefix = \"a b\"\n"
+    ));
+    assert!(e.contains("line 5: progress.bus_prefix"), "{e}");
+    let bad = Env {
+        progress_token: None,
+        redis_url: Some("cache:6379"),
+    };
+    let e = Config::from_toml_with_env(mcp, &bad)
+        .expect_err("invalid")
+        .to_string();
+    assert!(
+        e.contains("TOOLPULSE_REDIS_URL: must start with redis://"),
+        "{e}"
+    );
+}

@@ -421,7 +421,11 @@ mod tests {
         let slow = |b: &[u8]| b.iter().position(|&x| SPECIAL_IN_STRING[x as usize]);
         let mut text: Vec<u8> = (0..=255u8).cycle().take(600).collect();
         for start in 0..text.len() {
-            assert_eq!(special_in_string(&text[start..]), slow(&text[start..]), "{start}");
+            assert_eq!(
+                special_in_string(&text[start..]),
+                slow(&text[start..]),
+                "{start}"
+            );
         }
         text.retain(|b| !SPECIAL_IN_STRING[*b as usize]);
         for special in [b'"', b'\\', 0, 0x1f] {

@@ -105,7 +105,7 @@ async fn respond(front: &Front, request: Request<Incoming>) -> (StatusCode, Resp
             return fail(StatusCode::BAD_REQUEST, "invalid_body", &bad.message, field);
         }
     };
-    let delivery = front.hub.post(target, progress);
+    let delivery = front.hub.post(target, progress).await;
     front.metrics.progress("http", delivery);
     match delivery {
         Delivery::Delivered | Delivery::Waiting => {

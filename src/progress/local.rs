@@ -11,6 +11,12 @@
 //!
 //! Memory is bounded: open calls are at most the streams' own limits; waiting bindings, bound
 //! ones and recently closed calls each have a named limit.
+//!
+//! With the Redis bus (several replicas) this registry still holds this process's streams and
+//! their inboxes: an [`Observer`] is told of every call that opens or closes (the bus registers
+//! them), reports from other replicas are put in with [`LocalHub::deliver`], and while the bus
+//! is out of reach the bus falls back to the exact matches only ([`LocalHub::bind_exact`],
+//! [`LocalHub::post_exact`]): a replica alone cannot see an identical call open elsewhere.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -20,14 +26,17 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use super::inbox::{Inbox, Put};
-use super::{BindingId, Delivery, McpToolCall, Progress, ProgressHub, Target, TraceId};
+use super::{BindingId, Delivery, McpToolCall, PostFuture, Progress, ProgressHub, Target, TraceId};
+
+mod matching;
+use matching::{Found, Rule, expire, find, remember_closed, was_closed};
 
 /// MCP calls followed at once (bound or waiting); past it, new ones are left unbound.
 pub const MAX_BINDINGS: usize = 4096;
 /// Closed calls remembered, to tell a late report from an unmatched one.
 pub const MAX_RECENTLY_CLOSED: usize = 256;
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct OpenCall {
     call_id: String,
     name: String,
@@ -50,6 +59,7 @@ enum Binding {
     },
     Waiting {
         call: McpToolCall,
+        rule: Rule,
         until: Instant,
         newest: Option<Progress>,
     },
@@ -65,26 +75,56 @@ struct State {
     closed: VecDeque<(String, Option<Value>)>,
 }
 
-/// What a match found.
-enum Found {
-    One(u64, String),
-    Ambiguous,
-    None,
+/// Told of every call that opens or closes in this process's streams. Called on the stream's
+/// task, outside the registry's lock: it must not block (the bus queues and returns).
+pub trait Observer: Send + Sync + 'static {
+    /// `arguments` is `None` when the function_call's arguments are not JSON.
+    fn opened(&self, call: OpenedCall<'_>);
+    fn closed(&self, stream: u64, call_id: &str);
 }
 
-#[derive(Debug)]
+/// A call that has just opened in a stream, as an [`Observer`] sees it.
+#[derive(Debug, Clone, Copy)]
+pub struct OpenedCall<'a> {
+    pub stream: u64,
+    pub trace_id: Option<TraceId>,
+    pub call_id: &'a str,
+    pub name: &'a str,
+    pub arguments: Option<&'a Value>,
+}
+
 pub struct LocalHub {
     state: Mutex<State>,
     bind_window: Duration,
     next_id: AtomicU64,
+    observer: Option<Arc<dyn Observer>>,
+}
+
+impl std::fmt::Debug for LocalHub {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LocalHub")
+            .field("bind_window", &self.bind_window)
+            .field("observed", &self.observer.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 impl LocalHub {
     pub fn new(bind_window: Duration) -> Arc<Self> {
+        Self::build(bind_window, None)
+    }
+
+    /// A registry whose calls `observer` is told of as they open and close.
+    pub fn observed(bind_window: Duration, observer: Arc<dyn Observer>) -> Arc<Self> {
+        Self::build(bind_window, Some(observer))
+    }
+
+    fn build(bind_window: Duration, observer: Option<Arc<dyn Observer>>) -> Arc<Self> {
         Arc::new(LocalHub {
             state: Mutex::new(State::default()),
             bind_window,
             next_id: AtomicU64::new(1),
+            observer,
         })
     }
 
@@ -110,12 +150,31 @@ impl LocalHub {
     }
 
     fn open(&self, stream: u64, call: OpenCall, now: Instant) {
-        let mut state = self.state();
-        let Some(s) = state.streams.get_mut(&stream) else {
-            return;
+        let trace_id = {
+            let mut state = self.state();
+            let Some(s) = state.streams.get_mut(&stream) else {
+                return;
+            };
+            let trace_id = s.trace_id;
+            s.calls.push(call.clone());
+            bind_waiting(&mut state, now);
+            trace_id
         };
-        s.calls.push(call);
-        // MCP calls that arrived first bind now, oldest first.
+        if let Some(observer) = &self.observer {
+            observer.opened(OpenedCall {
+                stream,
+                trace_id,
+                call_id: &call.call_id,
+                name: &call.name,
+                arguments: call.arguments.as_ref(),
+            });
+        }
+    }
+}
+
+/// MCP calls that arrived before their stream showed the call bind now, oldest first.
+fn bind_waiting(state: &mut State, now: Instant) {
+    {
         let mut waiting: Vec<u64> = state
             .bindings
             .iter()
@@ -124,17 +183,21 @@ impl LocalHub {
             .collect();
         waiting.sort_unstable();
         for id in waiting {
-            let Some(Binding::Waiting { call, until, .. }) = state.bindings.get(&id) else {
+            let Some(Binding::Waiting {
+                call, until, rule, ..
+            }) = state.bindings.get(&id)
+            else {
                 continue;
             };
             if *until < now {
                 continue;
             }
             let found = find(
-                &state,
+                state,
                 &call.function_name,
                 Some(&call.arguments),
                 call.trace_id,
+                *rule,
             );
             let decided = match found {
                 Found::One(stream, call_id) => Binding::Bound { stream, call_id },
@@ -146,33 +209,59 @@ impl LocalHub {
                 ..
             }) = state.bindings.insert(id, decided)
             {
-                deliver(&mut state, id, report);
+                deliver(state, id, report);
             }
         }
     }
+}
 
+impl LocalHub {
     fn close(&self, stream: u64, call_id: &str) {
-        let mut state = self.state();
-        let Some(s) = state.streams.get_mut(&stream) else {
-            return;
-        };
-        let Some(i) = s.calls.iter().position(|c| c.call_id == call_id) else {
-            return;
-        };
-        let call = s.calls.swap_remove(i);
-        remember_closed(&mut state, call);
+        {
+            let mut state = self.state();
+            let Some(s) = state.streams.get_mut(&stream) else {
+                return;
+            };
+            let Some(i) = s.calls.iter().position(|c| c.call_id == call_id) else {
+                return;
+            };
+            let call = s.calls.swap_remove(i);
+            remember_closed(&mut state, call);
+        }
+        if let Some(observer) = &self.observer {
+            observer.closed(stream, call_id);
+        }
     }
 
     fn end_stream(&self, stream: u64) {
-        let mut state = self.state();
-        if let Some(s) = state.streams.remove(&stream) {
-            for call in s.calls {
-                remember_closed(&mut state, call);
+        let mut closed = Vec::new();
+        {
+            let mut state = self.state();
+            if let Some(s) = state.streams.remove(&stream) {
+                for call in s.calls {
+                    closed.push(call.call_id.clone());
+                    remember_closed(&mut state, call);
+                }
+            }
+        }
+        if let Some(observer) = &self.observer {
+            for call_id in closed {
+                observer.closed(stream, &call_id);
             }
         }
     }
 
     fn bind_at(&self, call: McpToolCall, now: Instant) -> BindingId {
+        self.bind_with(call, Rule::TraceOrArguments, now)
+    }
+
+    /// Binds `call` by its trace id only (never by name and arguments): what a replica may
+    /// decide alone while the bus is out of reach. Without a trace id it stays unbound.
+    pub fn bind_exact(&self, call: McpToolCall) -> BindingId {
+        self.bind_with(call, Rule::TraceOnly, Instant::now())
+    }
+
+    fn bind_with(&self, call: McpToolCall, rule: Rule, now: Instant) -> BindingId {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let mut state = self.state();
         expire(&mut state, now);
@@ -184,6 +273,7 @@ impl LocalHub {
             &call.function_name,
             Some(&call.arguments),
             call.trace_id,
+            rule,
         );
         let binding = match found {
             Found::One(stream, call_id) => Binding::Bound { stream, call_id },
@@ -191,8 +281,12 @@ impl LocalHub {
             Found::None if was_closed(&state, &call.function_name, Some(&call.arguments)) => {
                 Binding::Refused(Delivery::Late)
             }
+            Found::None if rule == Rule::TraceOnly && call.trace_id.is_none() => {
+                Binding::Refused(Delivery::Unmatched)
+            }
             Found::None => Binding::Waiting {
                 call,
+                rule,
                 until: now + self.bind_window,
                 newest: None,
             },
@@ -214,6 +308,46 @@ impl LocalHub {
             Some(Binding::Bound { .. }) => deliver(&mut state, binding.0, report),
         }
     }
+
+    /// `POST /v1/progress` decided here: by `call_id`, or by name (and arguments) under the
+    /// ambiguity rule among this process's streams.
+    pub fn post_now(&self, target: Target, report: Progress) -> Delivery {
+        let mut state = self.state();
+        let (found, name, arguments) = match &target {
+            Target::CallId(call_id) => (find_call_id(&state, call_id), None, None),
+            Target::Tool { name, arguments } => {
+                let found = find(
+                    &state,
+                    name,
+                    arguments.as_ref(),
+                    None,
+                    Rule::TraceOrArguments,
+                );
+                (found, Some(name), arguments.as_ref())
+            }
+        };
+        match found {
+            Found::One(stream, call_id) => put(&mut state, stream, &call_id, report),
+            Found::Ambiguous => Delivery::Ambiguous,
+            Found::None if name.is_some_and(|n| was_closed(&state, n, arguments)) => Delivery::Late,
+            Found::None => Delivery::Unmatched,
+        }
+    }
+
+    /// `POST /v1/progress` while the bus is out of reach: by `call_id` only (exact); a report
+    /// naming a tool is not delivered, since an identical call may be open on another replica.
+    pub fn post_exact(&self, target: Target, report: Progress) -> Delivery {
+        match target {
+            Target::CallId(_) => self.post_now(target, report),
+            Target::Tool { .. } => Delivery::Unmatched,
+        }
+    }
+
+    /// A report for the call `call_id` of this process's stream `stream` (from another replica,
+    /// which matched it through the bus).
+    pub fn deliver(&self, stream: u64, call_id: &str, report: Progress) -> Delivery {
+        put(&mut self.state(), stream, call_id, report)
+    }
 }
 
 impl ProgressHub for LocalHub {
@@ -229,88 +363,22 @@ impl ProgressHub for LocalHub {
         self.state().bindings.remove(&binding.0);
     }
 
-    fn post(&self, target: Target, report: Progress) -> Delivery {
-        let mut state = self.state();
-        let (found, name, arguments) = match &target {
-            Target::CallId(call_id) => {
-                let streams: Vec<u64> = state
-                    .streams
-                    .iter()
-                    .filter(|(_, s)| s.calls.iter().any(|c| c.call_id == *call_id))
-                    .map(|(id, _)| *id)
-                    .collect();
-                let found = match streams[..] {
-                    [] => Found::None,
-                    [one] => Found::One(one, call_id.clone()),
-                    _ => Found::Ambiguous,
-                };
-                (found, None, None)
-            }
-            Target::Tool { name, arguments } => {
-                let found = find(&state, name, arguments.as_ref(), None);
-                (found, Some(name), arguments.as_ref())
-            }
-        };
-        match found {
-            Found::One(stream, call_id) => put(&mut state, stream, &call_id, report),
-            Found::Ambiguous => Delivery::Ambiguous,
-            Found::None if name.is_some_and(|n| was_closed(&state, n, arguments)) => Delivery::Late,
-            Found::None => Delivery::Unmatched,
-        }
+    fn post(&self, target: Target, report: Progress) -> PostFuture<'_> {
+        Box::pin(std::future::ready(self.post_now(target, report)))
     }
 }
 
-/// The open call `name`/`arguments` (and `trace`) means, under the ambiguity rule.
-fn find(state: &State, name: &str, arguments: Option<&Value>, trace: Option<TraceId>) -> Found {
-    let matches =
-        |c: &OpenCall| c.name == name && arguments.is_none_or(|a| c.arguments.as_ref() == Some(a));
-    if let Some(trace) = trace {
-        let traced = state
-            .streams
-            .iter()
-            .filter(|(_, s)| s.trace_id == Some(trace))
-            .find_map(|(id, s)| s.calls.iter().find(|c| c.name == name).map(|c| (*id, c)));
-        if let Some((stream, call)) = traced {
-            // Within the stream, the arguments pick among parallel calls of one tool.
-            let s = &state.streams[&stream];
-            let exact = s.calls.iter().find(|c| matches(c)).unwrap_or(call);
-            return Found::One(stream, exact.call_id.clone());
-        }
-    }
-    let mut found = Found::None;
-    for (id, s) in &state.streams {
-        if let Some(call) = s.calls.iter().find(|c| matches(c)) {
-            if matches!(found, Found::One(..)) {
-                return Found::Ambiguous;
-            }
-            found = Found::One(*id, call.call_id.clone());
-        }
-    }
-    found
-}
-
-fn remember_closed(state: &mut State, call: OpenCall) {
-    if state.closed.len() >= MAX_RECENTLY_CLOSED {
-        state.closed.pop_front();
-    }
-    state.closed.push_back((call.name, call.arguments));
-}
-
-fn was_closed(state: &State, name: &str, arguments: Option<&Value>) -> bool {
-    state
-        .closed
+/// The streams that show a call `call_id`: exactly one, or ambiguous.
+fn find_call_id(state: &State, call_id: &str) -> Found {
+    let mut streams = state
+        .streams
         .iter()
-        .any(|(n, a)| n == name && arguments.is_none_or(|x| a.as_ref() == Some(x)))
-}
-
-/// Waiting bindings whose window has passed are refused (unmatched).
-fn expire(state: &mut State, now: Instant) {
-    for binding in state.bindings.values_mut() {
-        if let Binding::Waiting { until, .. } = binding
-            && *until < now
-        {
-            *binding = Binding::Refused(Delivery::Unmatched);
-        }
+        .filter(|(_, s)| s.calls.iter().any(|c| c.call_id == call_id))
+        .map(|(id, _)| *id);
+    match (streams.next(), streams.next()) {
+        (None, _) => Found::None,
+        (Some(one), None) => Found::One(one, call_id.to_string()),
+        (Some(_), Some(_)) => Found::Ambiguous,
     }
 }
 
@@ -353,6 +421,11 @@ impl StreamHandle {
             arguments: serde_json::from_str(arguments).ok(),
         };
         self.hub.open(self.id, call, Instant::now());
+    }
+
+    /// The stream's id in this registry (an observer's `stream`).
+    pub fn id(&self) -> u64 {
+        self.id
     }
 
     pub fn call_finished(&self, call_id: &str) {

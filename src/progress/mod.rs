@@ -5,10 +5,16 @@
 //! sent through toolpulse) or from `POST /v1/progress`. A [`ProgressHub`] matches it to an open
 //! call of a live stream and delivers it to that stream's inbox; the stream's rewriter renders
 //! it per profile. The hub is the only thing the MCP front and the endpoint talk to, so the
-//! in-process registry and the Redis one (several replicas) are interchangeable.
+//! in-process registry ([`local`]) and the Redis bus ([`bus`], several replicas) are
+//! interchangeable. Either way the proxy registers its streams in the in-process registry; the
+//! bus observes it and shares what other replicas need.
 
+pub mod bus;
 pub mod inbox;
 pub mod local;
+
+use std::future::Future;
+use std::pin::Pin;
 
 use serde_json::Value;
 
@@ -59,7 +65,7 @@ impl TraceId {
 /// 64 random bits: SipHash, keyed from the OS's randomness by `RandomState`, of a counter and
 /// the time. Enough for trace ids, which must be unique, not secret; std has no public RNG and
 /// this avoids a dependency for it.
-fn random_u64() -> u64 {
+pub(crate) fn random_u64() -> u64 {
     use std::hash::{BuildHasher, Hasher};
     static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
@@ -122,7 +128,12 @@ pub enum Delivery {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct BindingId(pub u64);
 
-/// Where progress goes. Cheap to call from any task: it never blocks on a client stream.
+/// The answer to [`ProgressHub::post`]: the bus may have to ask other replicas first.
+pub type PostFuture<'a> = Pin<Box<dyn Future<Output = Delivery> + Send + 'a>>;
+
+/// Where progress goes. Cheap to call from any task: it never blocks on a client stream, and
+/// `bind`, `progress` and `release` never wait for anything (they are called while an MCP
+/// answer is being forwarded).
 pub trait ProgressHub: Send + Sync + 'static {
     /// An MCP `tools/call` is being forwarded: the hub binds it to an open call now or within
     /// the bind window; its notifications name the returned id.
@@ -131,8 +142,9 @@ pub trait ProgressHub: Send + Sync + 'static {
     fn progress(&self, binding: BindingId, progress: Progress) -> Delivery;
     /// The MCP call was answered (or failed): forget it.
     fn release(&self, binding: BindingId);
-    /// `POST /v1/progress`: one report for the call `target` names.
-    fn post(&self, target: Target, progress: Progress) -> Delivery;
+    /// `POST /v1/progress`: one report for the call `target` names. The future resolves
+    /// within a bounded time (the bus's lookup has a timeout).
+    fn post(&self, target: Target, progress: Progress) -> PostFuture<'_>;
 }
 
 #[cfg(test)]

@@ -67,9 +67,9 @@ fn identical_calls_in_two_streams_need_a_trace_id() {
         name: "search".into(),
         arguments: None,
     };
-    assert_eq!(hub.post(post, report(3.0)), Delivery::Ambiguous);
+    assert_eq!(hub.post_now(post, report(3.0)), Delivery::Ambiguous);
     assert_eq!(
-        hub.post(Target::CallId("c1".into()), report(4.0)),
+        hub.post_now(Target::CallId("c1".into()), report(4.0)),
         Delivery::Delivered
     );
     assert_eq!(taken(&s1), vec![("c1".into(), 4.0)]);
@@ -109,4 +109,71 @@ fn the_bind_window_runs_out_and_closed_calls_are_late() {
     assert_eq!(hub.progress(late, report(1.0)), Delivery::Late);
     drop(stream);
     assert!(hub.state().streams.is_empty(), "a dropped stream is gone");
+}
+
+#[test]
+fn without_the_bus_only_exact_matches_are_delivered() {
+    let hub = LocalHub::new(Duration::from_secs(5));
+    let trace = TraceId([7; 16]);
+    let stream = hub.stream(Some(trace));
+    stream.call_running("c1", "search", r#"{"q":"a"}"#);
+    // The name and arguments match, but another replica may hold an identical call.
+    let blind = hub.bind_exact(mcp("search", json!({"q": "a"}), None));
+    assert_eq!(hub.progress(blind, report(1.0)), Delivery::Unmatched);
+    let tool = Target::Tool {
+        name: "search".into(),
+        arguments: Some(json!({"q": "a"})),
+    };
+    assert_eq!(hub.post_exact(tool, report(1.0)), Delivery::Unmatched);
+    assert!(taken(&stream).is_empty());
+    // A trace id or a call_id is exact.
+    let traced = hub.bind_exact(mcp("search", json!({"q": "other"}), Some(trace)));
+    assert_eq!(hub.progress(traced, report(2.0)), Delivery::Delivered);
+    assert_eq!(
+        hub.post_exact(Target::CallId("c1".into()), report(3.0)),
+        Delivery::Delivered
+    );
+    assert_eq!(taken(&stream), vec![("c1".into(), 3.0)]);
+    // A traced call not open yet waits, and binds by its trace only.
+    let early = hub.bind_exact(mcp("later", json!({}), Some(trace)));
+    assert_eq!(hub.progress(early, report(4.0)), Delivery::Waiting);
+    hub.stream(None).call_running("c9", "later", "{}");
+    stream.call_running("c2", "later", "{}");
+    assert_eq!(taken(&stream), vec![("c2".into(), 4.0)]);
+}
+
+#[test]
+fn an_observer_hears_of_every_open_and_close() {
+    #[derive(Default)]
+    struct Heard(Mutex<Vec<String>>);
+    impl Observer for Heard {
+        fn opened(&self, call: OpenedCall<'_>) {
+            let args = call.arguments.map(Value::to_string).unwrap_or_default();
+            let line = format!("open {} {} {} {args}", call.stream, call.call_id, call.name);
+            self.0.lock().expect("lock").push(line);
+        }
+        fn closed(&self, stream: u64, call_id: &str) {
+            let line = format!("close {stream} {call_id}");
+            self.0.lock().expect("lock").push(line);
+        }
+    }
+    let heard = Arc::new(Heard::default());
+    let hub = LocalHub::observed(Duration::from_secs(5), heard.clone());
+    let stream = hub.stream(None);
+    stream.call_running("c1", "search", r#"{"q":"a"}"#);
+    stream.call_running("c2", "raw", "not json");
+    stream.call_finished("c1");
+    stream.call_finished("unknown");
+    let id = stream.id();
+    drop(stream);
+    let heard = heard.0.lock().expect("lock").clone();
+    assert_eq!(
+        heard,
+        [
+            format!(r#"open {id} c1 search {{"q":"a"}}"#),
+            format!("open {id} c2 raw "),
+            format!("close {id} c1"),
+            format!("close {id} c2"),
+        ]
+    );
 }

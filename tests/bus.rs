@@ -1,0 +1,291 @@
+//! The progress bus against a real `redis-server`: two hubs in one process, each with its own
+//! registry of streams, sharing one Redis as two replicas would. The scripts' rules (lookup
+//! across replicas, the ambiguity rule, waiting bindings, clean-up) are checked here; the
+//! two-process scenarios are in `tests/replicas.rs`.
+
+mod common;
+
+use std::sync::Arc;
+use std::task::{Wake, Waker};
+use std::time::{Duration, Instant};
+
+use common::redis_server::RedisServer;
+use serde_json::{Value, json};
+use toolpulse::config::{BusConfig, RedisUrl};
+use toolpulse::metrics::Metrics;
+use toolpulse::progress::bus::BusHub;
+use toolpulse::progress::local::StreamHandle;
+use toolpulse::progress::{Delivery, McpToolCall, Progress, ProgressHub, Target, TraceId};
+
+const PREFIX: &str = "tptest";
+const WAIT: Duration = Duration::from_secs(10);
+
+struct NoWake;
+impl Wake for NoWake {
+    fn wake(self: Arc<Self>) {}
+}
+
+fn report(n: f64) -> Progress {
+    Progress {
+        progress: n,
+        total: Some(5.0),
+        message: Some(format!("step {n}/5")),
+    }
+}
+
+fn mcp(name: &str, arguments: Value, trace: Option<TraceId>) -> McpToolCall {
+    McpToolCall {
+        server: "srv".into(),
+        function_name: name.into(),
+        arguments,
+        trace_id: trace,
+    }
+}
+
+struct Replica {
+    hub: Arc<BusHub>,
+    metrics: Arc<Metrics>,
+}
+
+async fn replica(redis: &RedisServer, window: Duration) -> Replica {
+    let metrics = Arc::new(Metrics::new());
+    let bus = BusConfig {
+        url: RedisUrl::parse(&redis.url()).expect("url"),
+        prefix: PREFIX.into(),
+    };
+    let hub = BusHub::start(&bus, window, metrics.clone()).expect("bus");
+    until("the bus is up", || hub.is_up()).await;
+    Replica { hub, metrics }
+}
+
+async fn until(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + WAIT;
+    while !done() {
+        assert!(Instant::now() < deadline, "timed out waiting until {what}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// Waits until `call_id` is registered (the registrar works off the stream's task).
+async fn registered(redis: &RedisServer, call_id: &str) {
+    let key = format!("{PREFIX}:c:{call_id}");
+    until(&format!("{call_id} is registered"), || {
+        redis.keys(PREFIX).iter().any(|(k, _)| *k == key)
+    })
+    .await;
+}
+
+/// The reports a stream's inbox got, waiting (bounded) for at least `n`.
+async fn taken(stream: &StreamHandle, n: usize) -> Vec<(String, f64)> {
+    let waker = Waker::from(Arc::new(NoWake));
+    let mut got = Vec::new();
+    let deadline = Instant::now() + WAIT;
+    while got.len() < n && Instant::now() < deadline {
+        got.extend(
+            stream
+                .inbox
+                .take(&waker)
+                .into_iter()
+                .map(|(id, p)| (id, p.progress)),
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    got
+}
+
+/// The reports a stream's inbox got until `last` arrived.
+async fn taken_until(stream: &StreamHandle, last: (&str, f64)) -> Vec<(String, f64)> {
+    let mut got: Vec<(String, f64)> = Vec::new();
+    let deadline = Instant::now() + WAIT;
+    while !got.iter().any(|(c, n)| c == last.0 && *n == last.1) {
+        assert!(Instant::now() < deadline, "{last:?} never arrived: {got:?}");
+        got.extend(taken(stream, 1).await);
+    }
+    got
+}
+
+/// `progress` until the binding is decided (its lookup runs in the background).
+async fn decided(hub: &BusHub, binding: toolpulse::progress::BindingId, n: f64) -> Delivery {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let delivery = hub.progress(binding, report(n));
+        if delivery != Delivery::Waiting || Instant::now() > deadline {
+            return delivery;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_open_on_one_replica_gets_progress_through_another() {
+    let Some(redis) =
+        RedisServer::start("a_call_open_on_one_replica_gets_progress_through_another")
+    else {
+        return;
+    };
+    let (a, b) = (replica(&redis, WAIT).await, replica(&redis, WAIT).await);
+    let stream = a.hub.streams().stream(None);
+    stream.call_running("call_1", "search", r#"{"q": "a", "n": 1}"#);
+    stream.call_running("call_2", "search", r#"{"q": "b"}"#);
+    registered(&redis, "call_2").await;
+
+    // By name and arguments (key order does not matter), from replica B.
+    let b1 = b.hub.bind(mcp("search", json!({"n": 1, "q": "a"}), None));
+    assert_eq!(decided(&b.hub, b1, 1.0).await, Delivery::Delivered);
+    assert_eq!(taken(&stream, 1).await, [("call_1".to_string(), 1.0)]);
+    for n in 2..=4 {
+        assert_eq!(
+            b.hub.progress(b1, report(f64::from(n))),
+            Delivery::Delivered
+        );
+    }
+    let later = taken_until(&stream, ("call_1", 4.0)).await;
+    assert!(
+        later.windows(2).all(|w| w[0].1 <= w[1].1),
+        "in order: {later:?}"
+    );
+    // By call_id, through POST /v1/progress on B.
+    let posted = b
+        .hub
+        .post(Target::CallId("call_2".into()), report(2.0))
+        .await;
+    assert_eq!(posted, Delivery::Delivered);
+    assert_eq!(taken(&stream, 1).await, [("call_2".to_string(), 2.0)]);
+    b.hub.release(b1);
+
+    // Nothing in Redis names an argument value.
+    let keys = redis.keys(PREFIX);
+    assert!(
+        keys.iter()
+            .all(|(k, ttl)| !k.contains("\"q\"") && !k.contains(":a:search:a") && *ttl > 0),
+        "{keys:?}"
+    );
+    let text = b.metrics.encode();
+    assert!(!text.contains("progress_bus_errors_total{"), "{text}");
+    assert!(
+        a.metrics
+            .encode()
+            .contains(r#"toolpulse_progress_total{source="bus",outcome="delivered"}"#)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn identical_calls_on_two_replicas_need_a_trace_id() {
+    let Some(redis) = RedisServer::start("identical_calls_on_two_replicas_need_a_trace_id") else {
+        return;
+    };
+    let (a, b) = (replica(&redis, WAIT).await, replica(&redis, WAIT).await);
+    let (ta, tb) = (TraceId([0xa; 16]), TraceId([0xb; 16]));
+    let on_a = a.hub.streams().stream(Some(ta));
+    let on_b = b.hub.streams().stream(Some(tb));
+    on_a.call_running("call_a", "search", r#"{"q":"same"}"#);
+    on_b.call_running("call_b", "search", r#"{"q":"same"}"#);
+    registered(&redis, "call_a").await;
+    registered(&redis, "call_b").await;
+
+    for hub in [&a.hub, &b.hub] {
+        let blind = hub.bind(mcp("search", json!({"q": "same"}), None));
+        assert_eq!(decided(hub, blind, 1.0).await, Delivery::Ambiguous);
+        let tool = Target::Tool {
+            name: "search".into(),
+            arguments: Some(json!({"q": "same"})),
+        };
+        assert_eq!(hub.post(tool, report(1.0)).await, Delivery::Ambiguous);
+    }
+    // With trace ids, each call gets its own, whichever replica the MCP call reaches.
+    let for_a = b.hub.bind(mcp("search", json!({"q": "same"}), Some(ta)));
+    let for_b = a.hub.bind(mcp("search", json!({"q": "same"}), Some(tb)));
+    assert_eq!(decided(&b.hub, for_a, 2.0).await, Delivery::Delivered);
+    assert_eq!(decided(&a.hub, for_b, 3.0).await, Delivery::Delivered);
+    assert_eq!(taken(&on_a, 1).await, [("call_a".to_string(), 2.0)]);
+    assert_eq!(taken(&on_b, 1).await, [("call_b".to_string(), 3.0)]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_mcp_call_that_comes_first_waits_for_its_call_on_another_replica() {
+    let Some(redis) =
+        RedisServer::start("an_mcp_call_that_comes_first_waits_for_its_call_on_another_replica")
+    else {
+        return;
+    };
+    let (a, b) = (replica(&redis, WAIT).await, replica(&redis, WAIT).await);
+    let early = b.hub.bind(mcp("slow", json!({"id": 7}), None));
+    let traced_trace = TraceId([0x7; 16]);
+    // Traced: matched by trace and name, whatever the arguments.
+    let traced = b
+        .hub
+        .bind(mcp("other", json!({"x": 1}), Some(traced_trace)));
+    until("the bindings wait in Redis", || {
+        redis
+            .keys(PREFIX)
+            .iter()
+            .filter(|(k, _)| k.starts_with(&format!("{PREFIX}:w")))
+            .count()
+            == 3
+    })
+    .await;
+    assert_eq!(b.hub.progress(early, report(1.0)), Delivery::Waiting);
+    assert_eq!(b.hub.progress(early, report(2.0)), Delivery::Waiting);
+    assert_eq!(b.hub.progress(traced, report(9.0)), Delivery::Waiting);
+
+    let stream = a.hub.streams().stream(None);
+    stream.call_running("call_s", "slow", r#"{"id":7}"#);
+    let traced_stream = a.hub.streams().stream(Some(traced_trace));
+    traced_stream.call_running("call_o", "other", r#"{"x":2}"#);
+    assert_eq!(
+        taken(&stream, 1).await,
+        [("call_s".to_string(), 2.0)],
+        "the newest, once bound"
+    );
+    assert_eq!(
+        taken(&traced_stream, 1).await,
+        [("call_o".to_string(), 9.0)]
+    );
+    assert_eq!(b.hub.progress(early, report(3.0)), Delivery::Delivered);
+    until("the waiting entries are claimed", || {
+        redis
+            .keys(PREFIX)
+            .iter()
+            .all(|(k, _)| !k.starts_with(&format!("{PREFIX}:w")))
+    })
+    .await;
+
+    // A binding whose window runs out is unmatched.
+    let short = replica(&redis, Duration::from_millis(50)).await;
+    let lonely = short.hub.bind(mcp("never", json!({}), None));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(short.hub.progress(lonely, report(1.0)), Delivery::Unmatched);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn closed_calls_leave_no_keys_and_every_key_has_a_ttl() {
+    let Some(redis) = RedisServer::start("closed_calls_leave_no_keys_and_every_key_has_a_ttl")
+    else {
+        return;
+    };
+    let a = replica(&redis, WAIT).await;
+    let streams = a.hub.streams();
+    let trace = TraceId([0x5; 16]);
+    for i in 0..1000 {
+        let stream = streams.stream(Some(trace));
+        let call = format!("call_{i}");
+        stream.call_running(
+            &call,
+            &format!("tool_{}", i % 7),
+            &format!(r#"{{"i":{i}}}"#),
+        );
+        if i % 2 == 0 {
+            stream.call_finished(&call);
+        }
+        // The rest close with their stream.
+    }
+    let open = streams.stream(Some(trace));
+    open.call_running("call_open", "tool_open", "{}");
+    registered(&redis, "call_open").await;
+    let keys = redis.keys(PREFIX);
+    let ttl = toolpulse::progress::bus::registrar::REGISTRATION_TTL.as_millis() as i64;
+    assert!(keys.iter().all(|(_, t)| *t > 0 && *t <= ttl), "{keys:?}");
+    drop(open);
+    until("no keys are left", || redis.keys(PREFIX).is_empty()).await;
+    assert!(!a.metrics.encode().contains("progress_bus_errors_total{"));
+}

@@ -1,0 +1,133 @@
+//! A real `redis-server` for the tests, on a free loopback port, without persistence. `.ci/run`
+//! installs Debian's; outside CI a machine without it skips the Redis tests with a message, in
+//! CI (`CI` set) a missing server fails them.
+
+use std::net::{SocketAddr, TcpListener};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub const REDIS_SERVER: &str = "redis-server";
+
+pub struct RedisServer {
+    child: Option<Child>,
+    pub port: u16,
+}
+
+/// Whether to run: the server is installed, or (outside CI) skip with a message.
+pub fn available(test: &str) -> bool {
+    let found = Command::new(REDIS_SERVER)
+        .arg("--version")
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if found {
+        return true;
+    }
+    if std::env::var_os("CI").is_some() {
+        panic!(
+            "{REDIS_SERVER} is not installed, and CI must run {test}: apt-get install redis-server"
+        );
+    }
+    eprintln!("SKIPPED {test}: {REDIS_SERVER} is not installed (apt-get install redis-server)");
+    false
+}
+
+impl RedisServer {
+    /// Starts a server on a free port, or `None` when the test is to be skipped.
+    pub fn start(test: &str) -> Option<RedisServer> {
+        if !available(test) {
+            return None;
+        }
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .expect("a free port");
+        let mut server = RedisServer { child: None, port };
+        server.restart();
+        Some(server)
+    }
+
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/0", self.port)
+    }
+
+    /// Starts it again (on the same port) after [`RedisServer::stop`].
+    pub fn restart(&mut self) {
+        assert!(self.child.is_none(), "already running");
+        let child = Command::new(REDIS_SERVER)
+            .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
+            .args([
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--protected-mode",
+                "yes",
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start redis-server");
+        self.child = Some(child);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while self.ping().is_err() {
+            assert!(Instant::now() < deadline, "redis-server did not answer");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Stops it (SIGKILL: as a crash or a network cut would look to toolpulse).
+    pub fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    pub fn connection(&self) -> redis::Connection {
+        let client = redis::Client::open(self.url()).expect("url");
+        client
+            .get_connection_with_timeout(Duration::from_secs(2))
+            .expect("connect to redis-server")
+    }
+
+    fn ping(&self) -> redis::RedisResult<String> {
+        let address: SocketAddr = ([127, 0, 0, 1], self.port).into();
+        std::net::TcpStream::connect_timeout(&address, Duration::from_millis(200))?;
+        let client = redis::Client::open(self.url())?;
+        let mut conn = client.get_connection_with_timeout(Duration::from_millis(500))?;
+        redis::cmd("PING").query(&mut conn)
+    }
+
+    /// The channels under `prefix` with a subscriber (the replicas listening).
+    pub fn channels(&self, prefix: &str) -> usize {
+        let mut conn = self.connection();
+        let channels: Vec<String> = redis::cmd("PUBSUB")
+            .arg("CHANNELS")
+            .arg(format!("{prefix}:*"))
+            .query(&mut conn)
+            .expect("PUBSUB CHANNELS");
+        channels.len()
+    }
+
+    /// Every key under `prefix`, with its remaining TTL in ms (-1: none).
+    pub fn keys(&self, prefix: &str) -> Vec<(String, i64)> {
+        let mut conn = self.connection();
+        let keys: Vec<String> = redis::cmd("KEYS")
+            .arg(format!("{prefix}:*"))
+            .query(&mut conn)
+            .expect("KEYS");
+        keys.into_iter()
+            .map(|k| {
+                let ttl: i64 = redis::cmd("PTTL").arg(&k).query(&mut conn).expect("PTTL");
+                (k, ttl)
+            })
+            .collect()
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
