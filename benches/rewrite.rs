@@ -2,13 +2,15 @@
 //! streams: (a) text only — nothing to inject, every byte forwarded — and (b) a web_search tool
 //! round every 50 events — injection plus renumbering of every later event — each fed in 16 KiB,
 //! 1 KiB and 64 B chunks; plus a real recorded OpenAI stream. Criterion reports bytes/s; the
-//! event count per stream is printed so events/s follows.
+//! event count per stream is printed so events/s follows. The chunks go in as the proxy feeds
+//! them (`Rewriter::feed_bytes`: `Bytes`, and pieces out).
 
 use std::hint::black_box;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
+use bytes::Bytes;
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use toolpulse::{Config, Rewriter};
 
@@ -50,12 +52,19 @@ fn stream(tool_every: Option<usize>) -> Vec<u8> {
     out.into_bytes()
 }
 
-fn rewrite(config: &Arc<Config>, input: &[u8], chunk: usize) -> usize {
+/// As the proxy feeds it: chunks of the upstream body as `Bytes`, the output as pieces (slices
+/// of the chunks where nothing changed).
+fn rewrite(config: &Arc<Config>, input: &Bytes, chunk: usize) -> usize {
     let now = Instant::now();
     let mut rewriter = Rewriter::new(config.clone());
     let mut out = 0;
-    for piece in input.chunks(chunk) {
-        out += rewriter.feed(piece, now).len();
+    for start in (0..input.len()).step_by(chunk) {
+        let piece = input.slice(start..(start + chunk).min(input.len()));
+        out += rewriter
+            .feed_bytes(piece, now)
+            .iter()
+            .map(Bytes::len)
+            .sum::<usize>();
     }
     out + rewriter.finish(now).len()
 }
@@ -64,8 +73,8 @@ fn bench(c: &mut Criterion) {
     let config = Arc::new(Config::default());
     let mut group = c.benchmark_group("rewrite");
     for (name, input) in [
-        ("text_only", stream(None)),
-        ("tools_every_50", stream(Some(TOOL_EVERY))),
+        ("text_only", Bytes::from(stream(None))),
+        ("tools_every_50", Bytes::from(stream(Some(TOOL_EVERY)))),
     ] {
         eprintln!("{name}: {} bytes, {EVENTS} events per stream", input.len());
         group.throughput(Throughput::Bytes(input.len() as u64));
@@ -78,7 +87,7 @@ fn bench(c: &mut Criterion) {
     }
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures/recordings/openai/openai-mcp-tool.1.sse");
-    let recorded = std::fs::read(&path).expect("recorded fixture");
+    let recorded = Bytes::from(std::fs::read(&path).expect("recorded fixture"));
     group.throughput(Throughput::Bytes(recorded.len() as u64));
     group.bench_function("recorded_openai_mcp_16KiB_chunks", |b| {
         b.iter(|| rewrite(&config, black_box(&recorded), 16 * 1024))

@@ -8,6 +8,7 @@
 //! open calls and ends the body cleanly. Dropping it (client gone) drops the upstream body, which
 //! closes that upstream connection.
 
+use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -136,6 +137,9 @@ pub struct RewriteBody {
     /// Completes when the proxy's drain timeout runs out.
     drain: Pin<Box<WaitForCancellationFutureOwned>>,
     trailers: Option<http::HeaderMap>,
+    /// The rest of one upstream chunk's output, sent before the upstream is read again (its
+    /// unchanged events as slices of the chunk).
+    queued: VecDeque<Bytes>,
     state: State,
     end: StreamEnd,
     /// Where tools that ran without a `[[tools]]` rule are reported, once per proxy and name.
@@ -160,6 +164,7 @@ impl RewriteBody {
             heartbeat_at: None,
             drain: Box::pin(drain),
             trailers: None,
+            queued: VecDeque::new(),
             state: State::Streaming,
             end: StreamEnd::ClientGone,
             unconfigured,
@@ -225,6 +230,15 @@ impl RewriteBody {
         Poll::Ready(Some(Ok(Frame::data(out))))
     }
 
+    /// [`RewriteBody::send`] for the pieces of one upstream chunk's output: the first now, the
+    /// others at the next polls.
+    fn send_pieces(&mut self, pieces: Vec<Bytes>) -> Polled {
+        let mut pieces = pieces.into_iter();
+        let first = pieces.next().unwrap_or_default();
+        self.queued.extend(pieces);
+        self.send(first)
+    }
+
     /// Upstream ended, broke, or the drain ran out: close open calls, send the rest, then end.
     fn end(&mut self, end: StreamEnd) -> Polled {
         self.state = State::Ended;
@@ -278,6 +292,10 @@ impl Body for RewriteBody {
     fn poll_frame(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Polled {
         let this = self.get_mut();
         loop {
+            if let Some(piece) = this.queued.pop_front() {
+                this.log.bytes_out += piece.len() as u64;
+                return Poll::Ready(Some(Ok(Frame::data(piece))));
+            }
             if this.state == State::Ended {
                 return Poll::Ready(this.trailers.take().map(|t| Ok(Frame::trailers(t))));
             }
@@ -301,8 +319,8 @@ impl Body for RewriteBody {
             match frame.into_data() {
                 Ok(data) => {
                     this.log.metrics().bytes_in.inc_by(data.len() as u64);
-                    let out = this.rewriter.feed(&data, Self::now());
-                    if let polled @ Poll::Ready(_) = this.send(out) {
+                    let pieces = this.rewriter.feed_bytes(data, Self::now());
+                    if let polled @ Poll::Ready(_) = this.send_pieces(pieces) {
                         return polled;
                     }
                 }
@@ -316,7 +334,7 @@ impl Body for RewriteBody {
     }
 
     fn is_end_stream(&self) -> bool {
-        self.state == State::Ended && self.trailers.is_none()
+        self.state == State::Ended && self.trailers.is_none() && self.queued.is_empty()
     }
 }
 

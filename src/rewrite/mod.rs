@@ -13,6 +13,7 @@ pub mod index;
 pub mod number;
 mod pace;
 
+use std::borrow::Cow;
 use std::ops::Range;
 use std::sync::{Arc, LazyLock};
 use std::time::{Duration, Instant, SystemTime};
@@ -102,6 +103,13 @@ pub struct Rewriter {
     indices: OutputIndices,
     companions: Companions,
     pacer: Pacer,
+    /// Output, in order: `segments`, then the open run of `origin` or `out` (never both).
+    segments: Vec<Bytes>,
+    /// The chunk being fed: upstream events forwarded unchanged go out as slices of it.
+    origin: Bytes,
+    /// The range of `origin` forwarded unchanged since the last other output.
+    run: Option<Range<usize>>,
+    /// Bytes toolpulse wrote (injected events, rewritten numbers, held events).
     out: BytesMut,
     /// Scratch space reused across events.
     transitions: Vec<Transition>,
@@ -121,6 +129,9 @@ pub struct Rewriter {
     /// opens a call, whose events then take "the number after the last one", so the common path
     /// stays unparsed.
     unread_last: Vec<u8>,
+    /// Where that event's data lies in the chunk being fed instead, when it is a slice of it
+    /// (no copy; copied when the chunk is done).
+    unread_in_origin: Option<Range<usize>>,
     /// The number of that event instead, when it was too large to copy.
     unread_number: Option<u64>,
     observations: Vec<Observation>,
@@ -141,6 +152,9 @@ impl Rewriter {
             indices: OutputIndices::default(),
             companions: Companions::default(),
             pacer: Pacer::new(DEFAULT_PROGRESS_INTERVAL),
+            segments: Vec::new(),
+            origin: Bytes::new(),
+            run: None,
             out: BytesMut::new(),
             transitions: Vec::new(),
             new_events: Vec::new(),
@@ -149,6 +163,7 @@ impl Rewriter {
             resume_after: None,
             in_oversize: false,
             unread_last: Vec::new(),
+            unread_in_origin: None,
             unread_number: None,
             observations: Vec::new(),
             stats: Stats::default(),
@@ -217,14 +232,39 @@ impl Rewriter {
     }
 
     /// Rewrites the next upstream bytes; returns what to send now (possibly nothing, while an
-    /// event is incomplete).
+    /// event is incomplete), in one piece.
     pub fn feed(&mut self, chunk: &[u8], now: Instant) -> Bytes {
-        self.parser.push(chunk);
+        let pieces = self.feed_bytes(Bytes::copy_from_slice(chunk), now);
+        concat(pieces)
+    }
+
+    /// [`Rewriter::feed`] without copies where nothing changes: upstream events forwarded
+    /// unchanged go out as slices of `chunk`; the pieces, in order, are what to send now.
+    pub fn feed_bytes(&mut self, chunk: Bytes, now: Instant) -> Vec<Bytes> {
+        self.origin = chunk.clone();
+        self.parser.push_bytes(chunk);
         while let Some(item) = self.parser.next_item() {
             self.on_item(item, now);
         }
         self.send_due_progress(now);
-        self.take_output(now)
+        let pieces = self.take_pieces(now);
+        self.keep_unread();
+        self.origin = Bytes::new();
+        pieces
+    }
+
+    /// Copies the held unread event's data, so that nothing holds the fed chunk (and the
+    /// upstream reader's buffer behind it) once it has gone out: one copy per chunk.
+    fn keep_unread(&mut self) {
+        let Some(range) = self.unread_in_origin.take() else {
+            return;
+        };
+        let data = &self.origin[range];
+        if data.len() <= MAX_UNREAD_COPY {
+            self.unread_last.extend_from_slice(data);
+        } else if let Ok(reading) = responses::read(data) {
+            self.unread_number = reading.sequence_number.map(|n| n.value);
+        }
     }
 
     /// Upstream ended (EOF or disconnect): closes the calls still open and returns the last
@@ -234,7 +274,7 @@ impl Rewriter {
         while let Some(item) = self.parser.next_item() {
             if let Item::Incomplete(tail) = item {
                 self.close_all(now);
-                self.out.extend_from_slice(&tail);
+                self.text().extend_from_slice(&tail);
             } else {
                 self.on_item(item, now);
             }
@@ -266,7 +306,7 @@ impl Rewriter {
     /// The upstream has been quiet: returns a heartbeat comment if one is due, else nothing.
     pub fn on_idle(&mut self, now: Instant) -> Bytes {
         if self.heartbeat_due(now) {
-            self.out.extend_from_slice(sse::HEARTBEAT);
+            self.text().extend_from_slice(sse::HEARTBEAT);
             // Profiles that report a running tool at every heartbeat (`stages`).
             self.begin_unnumbered();
             self.tracker.still_running(now, &mut self.transitions);
@@ -276,11 +316,63 @@ impl Rewriter {
         self.take_output(now)
     }
 
+    /// The output so far, in one piece.
     fn take_output(&mut self, now: Instant) -> Bytes {
+        let pieces = self.take_pieces(now);
+        concat(pieces)
+    }
+
+    /// The output so far, in order.
+    fn take_pieces(&mut self, now: Instant) -> Vec<Bytes> {
+        self.end_run();
         if !self.out.is_empty() {
+            self.segments.push(self.out.split().freeze());
+        }
+        if !self.segments.is_empty() {
             self.last_output = Some(now);
         }
-        self.out.split().freeze()
+        std::mem::take(&mut self.segments)
+    }
+
+    /// Upstream bytes going out unchanged: a slice of the chunk being fed when they lie in it
+    /// (adjacent ones make one slice), else copied.
+    fn raw(&mut self, bytes: &Bytes) {
+        if !self.in_origin(bytes) {
+            return self.text().extend_from_slice(bytes);
+        }
+        let (origin, here) = (self.origin.as_ptr_range(), bytes.as_ptr_range());
+        let (start, end) = (
+            here.start as usize - origin.start as usize,
+            here.end as usize - origin.start as usize,
+        );
+        match &mut self.run {
+            Some(run) if run.end == start => run.end = end,
+            _ => {
+                self.end_run();
+                if !self.out.is_empty() {
+                    self.segments.push(self.out.split().freeze());
+                }
+                self.run = Some(start..end);
+            }
+        }
+    }
+
+    /// Whether `bytes` (not empty) lie in the chunk being fed.
+    fn in_origin(&self, bytes: &Bytes) -> bool {
+        let (origin, here) = (self.origin.as_ptr_range(), bytes.as_ptr_range());
+        !bytes.is_empty() && origin.start <= here.start && here.end <= origin.end
+    }
+
+    /// Where toolpulse writes: after the unchanged bytes so far.
+    fn text(&mut self) -> &mut BytesMut {
+        self.end_run();
+        &mut self.out
+    }
+
+    fn end_run(&mut self) {
+        if let Some(run) = self.run.take() {
+            self.segments.push(self.origin.slice(run));
+        }
     }
 
     fn on_item(&mut self, item: Item, now: Instant) {
@@ -316,14 +408,18 @@ impl Rewriter {
             // `output_item.added`/`.done`, which is always read, so the highest index seen is
             // the highest item's (scanning every event for its index cost ~20 % of the
             // text-only throughput).
-            self.out.extend_from_slice(event.raw());
+            self.raw(event.raw());
             if SEQUENCE_NUMBER.find(&data).is_none() {
                 return;
             }
-            // A copy into a reused buffer: holding the event itself would keep the parser's
-            // buffer shared, and every later read would reallocate it.
+            // An event that is a slice of the fed chunk is held as it is. Otherwise a copy into
+            // a reused buffer: holding the event would keep the parser's buffer of held bytes
+            // shared, and every later read into it would reallocate it.
             self.forget_unread();
-            if data.len() <= MAX_UNREAD_COPY {
+            if let (Cow::Borrowed(data), true) = (&data, self.in_origin(event.raw())) {
+                let start = data.as_ptr() as usize - self.origin.as_ptr() as usize;
+                self.unread_in_origin = Some(start..start + data.len());
+            } else if data.len() <= MAX_UNREAD_COPY {
                 self.unread_last.extend_from_slice(&data);
             } else if let Ok(reading) = responses::read(&data) {
                 self.unread_number = reading.sequence_number.map(|n| n.value);
@@ -368,7 +464,11 @@ impl Rewriter {
     /// Announces that injections follow no upstream number: they take the numbers after the
     /// last one out, so an event forwarded unread since is read now for its number.
     fn begin_unnumbered(&mut self) {
-        let copied = responses::read(&self.unread_last)
+        let last = match &self.unread_in_origin {
+            Some(range) => &self.origin[range.clone()],
+            None => &self.unread_last[..],
+        };
+        let copied = responses::read(last)
             .ok()
             .and_then(|reading| reading.sequence_number.map(|n| n.value));
         if let Some(n) = copied.or(self.unread_number) {
@@ -381,6 +481,7 @@ impl Rewriter {
 
     fn forget_unread(&mut self) {
         self.unread_last.clear();
+        self.unread_in_origin = None;
         self.unread_number = None;
     }
 
@@ -418,13 +519,13 @@ impl Rewriter {
         let (index, number) = upstream.output_index.unzip();
         digits(number, index);
         if edits.is_empty() {
-            self.out.extend_from_slice(raw);
+            self.raw(raw);
         } else {
             if edits.len() > 1 {
                 edits.sort_unstable_by_key(|e| e.0.start);
             }
             self.stats.renumbered += 1;
-            splice(event, &edits, &mut self.out);
+            splice(event, &edits, self.text());
         }
         edits.clear();
         self.edits = edits;
@@ -578,7 +679,7 @@ impl Rewriter {
         for event in &events {
             let seq = self.numbering.inject();
             if self.passes(seq) {
-                sse::encode(&mut self.out, event, seq);
+                sse::encode(self.text(), event, seq);
                 self.stats.injected += 1;
                 self.observe(Observation::Injected(event.event_type));
             }
@@ -587,9 +688,9 @@ impl Rewriter {
         self.new_events.clear();
     }
 
-    fn write_unnumbered(&mut self, bytes: &[u8]) {
+    fn write_unnumbered(&mut self, bytes: &Bytes) {
         if self.passes(None) {
-            self.out.extend_from_slice(bytes);
+            self.raw(bytes);
         }
     }
 
@@ -601,6 +702,21 @@ impl Rewriter {
         self.begin_unnumbered();
         self.tracker.finish(now, &mut self.transitions);
         self.inject(now);
+    }
+}
+
+/// `pieces` in one: the piece itself when there is one (no copy).
+fn concat(mut pieces: Vec<Bytes>) -> Bytes {
+    match pieces.len() {
+        0 => Bytes::new(),
+        1 => pieces.pop().unwrap_or_default(),
+        _ => {
+            let mut all = BytesMut::with_capacity(pieces.iter().map(Bytes::len).sum());
+            for piece in &pieces {
+                all.extend_from_slice(piece);
+            }
+            all.freeze()
+        }
     }
 }
 

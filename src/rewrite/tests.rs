@@ -318,3 +318,68 @@ fn progress_waits_for_a_half_forwarded_event() {
         "{rest}"
     );
 }
+
+/// The pieces `feed_bytes` returns for a stream fed in `chunk`-byte pieces, each with whether
+/// it is a slice of the chunk it came from (not copied).
+fn pieces_of(input: &[u8], chunk: usize) -> (Vec<u8>, usize) {
+    let now = Instant::now();
+    let mut r = rewriter(0);
+    let (mut out, mut copied) = (Vec::new(), 0);
+    for part in input.chunks(chunk) {
+        let part = Bytes::copy_from_slice(part);
+        let range = part.as_ptr_range();
+        for piece in r.feed_bytes(part.clone(), now) {
+            let at = piece.as_ptr_range();
+            if !(range.start <= at.start && at.end <= range.end) {
+                copied += piece.len();
+            }
+            out.extend_from_slice(&piece);
+        }
+    }
+    out.extend_from_slice(&r.finish(now));
+    (out, copied)
+}
+
+#[test]
+fn unchanged_events_go_out_as_slices_of_their_chunk() {
+    let mut input = Vec::new();
+    for n in 0..400 {
+        let delta = format!(
+            r#"{{"type":"response.output_text.delta","sequence_number":{n},"item_id":"m","output_index":0,"content_index":0,"delta":"word {n} "}}"#
+        );
+        input.extend(ev(&delta));
+    }
+    let event_len = input.len() / 400 + 2;
+    for chunk in [16 * 1024, 1000, 333] {
+        let (out, copied) = pieces_of(&input, chunk);
+        assert_eq!(out, input, "unchanged, chunk {chunk}");
+        // Only the events cut by a chunk's end are copied.
+        let chunks = input.len().div_ceil(chunk);
+        assert!(
+            copied <= chunks * event_len,
+            "chunk {chunk}: {copied} bytes copied"
+        );
+    }
+}
+
+#[test]
+fn pieces_make_the_same_output_as_one_piece() {
+    let mut input = Vec::new();
+    for json in [ADDED, DONE, OUTPUT] {
+        input.extend(ev(json));
+    }
+    input.extend(ev(
+        r#"{"type":"response.output_text.delta","sequence_number":4,"output_index":2,"delta":"x"}"#,
+    ));
+    let now = Instant::now();
+    let mut whole = rewriter(0);
+    let expected = whole_stream(&mut whole, &input, now);
+    for chunk in 1..input.len() {
+        let (out, _) = pieces_of(&input, chunk);
+        assert_eq!(
+            String::from_utf8(out).expect("utf-8"),
+            expected,
+            "chunk {chunk}"
+        );
+    }
+}

@@ -9,7 +9,10 @@
 //! - each byte is scanned for line endings once (`scan` remembers how far we got), so a long line
 //!   fed in many chunks costs O(n), not O(n²);
 //! - memory is bounded by `max_event_bytes` (plus one pushed chunk): an event longer than that is
-//!   streamed out raw, in pieces, as [`Item::Oversize`], without being interpreted.
+//!   streamed out raw, in pieces, as [`Item::Oversize`], without being interpreted;
+//! - no copies where none are needed: a chunk pushed as [`Bytes`] ([`Parser::push_bytes`]) is
+//!   parsed where it lies, and its complete events are slices of it. Only an event cut by the
+//!   chunk's end is copied, into a buffer of its own, until its blank line arrives.
 //!
 //! Why hand-written: the SSE crates decode into owned strings, drop comments and raw bytes, end
 //! the stream on invalid UTF-8 and have no size limit; a byte-faithful proxy needs all four.
@@ -117,9 +120,17 @@ enum Mode {
 /// The incremental parser. See the module docs for its invariants.
 #[derive(Debug)]
 pub struct Parser {
-    /// Bytes of the current event not yet handed out; index 0 is where the event (or the part
-    /// of an oversize event not yet handed out) starts.
+    /// Bytes of the current event not yet handed out, when they had to be held (copied) across
+    /// chunks; index 0 is where the event (or the part of an oversize event not yet handed out)
+    /// starts. Parsed when `in_chunk` is false.
     buf: BytesMut,
+    /// The pushed chunk's bytes not handed out yet, parsed in place when `in_chunk` is true
+    /// (then `buf` is empty, and index 0 is where the current event starts).
+    chunk: Bytes,
+    in_chunk: bool,
+    /// Pushed bytes not yet given to `buf` or `chunk`: they wait until `buf`'s event is
+    /// complete, so that the rest of a chunk is parsed in place.
+    pending: Bytes,
     /// How far `buf` has been scanned for line endings.
     scan: usize,
     /// Where the current line starts in `buf`.
@@ -136,6 +147,9 @@ impl Parser {
     pub fn new(max_event_bytes: usize) -> Self {
         Parser {
             buf: BytesMut::new(),
+            chunk: Bytes::new(),
+            in_chunk: false,
+            pending: Bytes::new(),
             scan: 0,
             line_start: 0,
             fields: Fields::default(),
@@ -146,10 +160,28 @@ impl Parser {
         }
     }
 
-    /// Appends bytes to parse. Call [`Parser::next_item`] until it returns `None` afterwards.
+    /// Appends bytes to parse (a copy). Call [`Parser::next_item`] until it returns `None`
+    /// afterwards.
     pub fn push(&mut self, chunk: &[u8]) {
+        self.push_bytes(Bytes::copy_from_slice(chunk));
+    }
+
+    /// Appends a chunk to parse, without copying it where its events lie whole in it. Call
+    /// [`Parser::next_item`] until it returns `None` before the next push.
+    pub fn push_bytes(&mut self, chunk: Bytes) {
         debug_assert!(!self.eof, "push after finish");
-        self.buf.extend_from_slice(chunk);
+        debug_assert!(
+            self.pending.is_empty(),
+            "push before the last chunk was parsed"
+        );
+        if self.pending.is_empty() {
+            self.pending = chunk;
+        } else {
+            // Not drained: keep every byte anyway, in order.
+            let mut both = BytesMut::from(&self.pending[..]);
+            both.extend_from_slice(&chunk);
+            self.pending = both.freeze();
+        }
     }
 
     /// Marks the end of input: a held CR now ends its line, and the unterminated rest comes out
@@ -158,9 +190,23 @@ impl Parser {
         self.eof = true;
     }
 
-    /// Bytes held back, waiting for the rest of their event.
+    /// Bytes held back, waiting for the rest of their event (or to be parsed).
     pub fn buffered_bytes(&self) -> usize {
-        self.buf.len()
+        self.buf.len() + self.chunk.len() + self.pending.len()
+    }
+
+    /// The bytes being parsed now.
+    fn data(&self) -> &[u8] {
+        if self.in_chunk {
+            &self.chunk
+        } else {
+            &self.buf
+        }
+    }
+
+    /// Whether no input will follow what is being parsed now.
+    fn at_eof(&self) -> bool {
+        self.eof && self.pending.is_empty()
     }
 
     /// Whether bytes of an unfinished event have already been handed out (as oversize pieces):
@@ -172,6 +218,34 @@ impl Parser {
 
     /// The next complete item, or `None` when more input is needed.
     pub fn next_item(&mut self) -> Option<Item> {
+        loop {
+            if let Some(item) = self.next_item_here() {
+                return Some(item);
+            }
+            if self.in_chunk {
+                // The chunk ends inside an event: hold its start (the one copy of
+                // pass-through bytes) until the rest comes.
+                self.buf.extend_from_slice(&self.chunk);
+                self.chunk = Bytes::new();
+                self.in_chunk = false;
+            }
+            if self.pending.is_empty() {
+                return None;
+            }
+            if self.buf.is_empty() {
+                self.chunk = std::mem::take(&mut self.pending);
+                self.in_chunk = true;
+            } else {
+                // Only as much as may end the held event; the rest is parsed in place.
+                let n = bytes_to_end_an_event(self.buf.last().copied(), &self.pending);
+                let head = self.pending.split_to(n);
+                self.buf.extend_from_slice(&head);
+            }
+        }
+    }
+
+    /// [`Parser::next_item`] within the bytes being parsed now.
+    fn next_item_here(&mut self) -> Option<Item> {
         while let Some((line_end, next)) = self.next_line() {
             let line_start = std::mem::replace(&mut self.line_start, next);
             self.scan = next;
@@ -197,19 +271,21 @@ impl Parser {
 
     /// Finds the next line ending at or after `scan`: `(end of line, start of next line)`.
     fn next_line(&mut self) -> Option<(usize, usize)> {
-        let found = memchr::memchr2(b'\n', b'\r', &self.buf[self.scan..]);
+        let eof = self.at_eof();
+        let data = self.data();
+        let found = memchr::memchr2(b'\n', b'\r', &data[self.scan..]);
         let Some(i) = found else {
-            self.scan = self.buf.len();
+            self.scan = data.len();
             return None;
         };
         let p = self.scan + i;
-        if self.buf[p] == b'\n' {
+        if data[p] == b'\n' {
             return Some((p, p + 1));
         }
-        match self.buf.get(p + 1) {
+        match data.get(p + 1) {
             Some(b'\n') => Some((p, p + 2)),
             Some(_) => Some((p, p + 1)),
-            None if self.eof => Some((p, p + 1)),
+            None if eof => Some((p, p + 1)),
             None => {
                 // A CR as the last byte: hold it until we know whether an LF follows.
                 self.scan = p;
@@ -237,8 +313,8 @@ impl Parser {
                 };
                 Some(Item::Oversize(self.take(self.scan)))
             }
-            _ if self.eof && !self.buf.is_empty() => {
-                let rest = self.take(self.buf.len());
+            _ if self.at_eof() && !self.data().is_empty() => {
+                let rest = self.take(self.data().len());
                 Some(match self.mode {
                     Mode::Buffering => Item::Incomplete(rest),
                     Mode::Oversize { .. } => Item::Oversize(rest),
@@ -252,7 +328,11 @@ impl Parser {
     fn take(&mut self, n: usize) -> Bytes {
         self.scan -= n.min(self.scan);
         self.line_start -= n.min(self.line_start);
-        self.buf.split_to(n).freeze()
+        if self.in_chunk {
+            self.chunk.split_to(n)
+        } else {
+            self.buf.split_to(n).freeze()
+        }
     }
 
     fn dispatch(&mut self, end: usize) -> Item {
@@ -267,13 +347,18 @@ impl Parser {
 
     /// Interprets one complete line; returns true when it is the blank line ending the event.
     fn on_line(&mut self, mut start: usize, end: usize) -> bool {
-        if std::mem::take(&mut self.at_stream_start) && self.buf[start..end].starts_with(BOM) {
+        let data: &[u8] = if self.in_chunk {
+            &self.chunk
+        } else {
+            &self.buf
+        };
+        if std::mem::take(&mut self.at_stream_start) && data[start..end].starts_with(BOM) {
             start += BOM.len();
         }
         if start == end {
             return true;
         }
-        let line = &self.buf[start..end];
+        let line = &data[start..end];
         if line[0] == b':' {
             self.fields.comment = true;
             return false;
@@ -281,7 +366,7 @@ impl Parser {
         let (name, value) = match memchr::memchr(b':', line) {
             Some(colon) => {
                 let mut value = start + colon + 1;
-                if self.buf.get(value) == Some(&b' ') && value < end {
+                if data.get(value) == Some(&b' ') && value < end {
                     value += 1;
                 }
                 (&line[..colon], value..end)
@@ -293,9 +378,9 @@ impl Parser {
             b"event" => fields.event = Some(value),
             b"data" if fields.data.is_none() => fields.data = Some(value),
             b"data" => fields.more_data.push(value),
-            b"id" if !self.buf[value.clone()].contains(&0) => fields.id = Some(value),
+            b"id" if !data[value.clone()].contains(&0) => fields.id = Some(value),
             b"retry" => {
-                let digits = &self.buf[value];
+                let digits = &data[value];
                 if !digits.is_empty() && digits.iter().all(u8::is_ascii_digit) {
                     // Too many digits to fit is treated like any other invalid value: ignored.
                     fields.retry = std::str::from_utf8(digits)
@@ -308,6 +393,24 @@ impl Parser {
         }
         false
     }
+}
+
+/// How many bytes of `next` to append to a held event so that it may end there: through the
+/// first line ending that follows another (`prev` is the held bytes' last), and the byte after
+/// a CR (which says whether it is a CRLF); all of `next` when no blank line can end in it. Any
+/// length would do (the parser does not depend on the split); this one lets the rest of the
+/// chunk be parsed in place.
+fn bytes_to_end_an_event(prev: Option<u8>, next: &[u8]) -> usize {
+    let is_eol = |b: u8| b == b'\n' || b == b'\r';
+    let mut prev = prev;
+    for (i, &b) in next.iter().enumerate() {
+        if is_eol(b) && prev.is_some_and(is_eol) {
+            let end = if b == b'\r' { i + 2 } else { i + 1 };
+            return end.min(next.len());
+        }
+        prev = Some(b);
+    }
+    next.len()
 }
 
 #[cfg(test)]
@@ -453,6 +556,49 @@ mod tests {
             assert!(p.buffered_bytes() <= 1100);
         }
         assert_eq!(out + p.buffered_bytes(), 100_000);
+    }
+
+    #[test]
+    fn events_whole_in_a_pushed_chunk_are_slices_of_it() {
+        let input = b"data: a\n\nevent: x\ndata: b\r\n\r\n: c\n\ndata: d";
+        for cut in 0..input.len() {
+            let (first, second) = (Bytes::copy_from_slice(&input[..cut]), &input[cut..]);
+            let mut p = Parser::new(1024);
+            let mut items = Vec::new();
+            for chunk in [first.clone(), Bytes::copy_from_slice(second)] {
+                let range = chunk.as_ptr_range();
+                p.push_bytes(chunk.clone());
+                while let Some(item) = p.next_item() {
+                    if let Item::Event(e) = &item {
+                        let raw = e.raw().as_ptr_range();
+                        let inside = range.start <= raw.start && raw.end <= range.end;
+                        let whole = inside || raw.start == raw.end;
+                        // An event that began in the first chunk is held; the others are not.
+                        let began_here = std::ptr::eq(chunk.as_ptr(), first.as_ptr())
+                            || !items.is_empty() && inside;
+                        assert!(whole || !began_here || cut == 0, "cut {cut}: copied");
+                    }
+                    items.push(item);
+                }
+            }
+            p.finish();
+            items.extend(std::iter::from_fn(|| p.next_item()));
+            assert_eq!(bytes_of(&items), input, "cut {cut}");
+            let mut whole = Parser::new(1024);
+            whole.push(input);
+            whole.finish();
+            let expected: Vec<Item> = std::iter::from_fn(|| whole.next_item()).collect();
+            assert_eq!(items, expected, "cut {cut}: the same items");
+        }
+    }
+
+    #[test]
+    fn the_bytes_that_may_end_a_held_event() {
+        assert_eq!(bytes_to_end_an_event(Some(b'a'), b"bc\n\nrest"), 4);
+        assert_eq!(bytes_to_end_an_event(Some(b'\n'), b"\nrest"), 1);
+        assert_eq!(bytes_to_end_an_event(Some(b'\n'), b"\r\nrest"), 2);
+        assert_eq!(bytes_to_end_an_event(Some(b'\r'), b"\n\r"), 1);
+        assert_eq!(bytes_to_end_an_event(None, b"no end"), 6);
     }
 
     #[test]
