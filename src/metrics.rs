@@ -80,6 +80,10 @@ pub struct Metrics {
     pub mcp_requests: Family<ServerOutcome, Counter>,
     pub progress: Family<SourceOutcome, Counter>,
     pub mcp_bound_calls: Gauge,
+    /// Finished spans by what became of them: exported, dropped (queue full), failed (export).
+    pub telemetry_spans: Family<Outcome, Counter>,
+    /// Export requests to the OTLP collector, by result (ok, error).
+    pub telemetry_exports: Family<Outcome, Counter>,
 }
 
 impl Default for Metrics {
@@ -108,6 +112,8 @@ impl Metrics {
             mcp_requests: Family::default(),
             progress: Family::default(),
             mcp_bound_calls: Gauge::default(),
+            telemetry_spans: Family::default(),
+            telemetry_exports: Family::default(),
         };
         let r = &mut m.registry;
         r.register(
@@ -189,6 +195,17 @@ impl Metrics {
             "mcp_bound_calls",
             "MCP tools/call requests whose progress is followed now",
             m.mcp_bound_calls.clone(),
+        );
+        r.register(
+            "telemetry_spans",
+            "OpenTelemetry spans finished, by what became of them (exported, dropped: the export \
+             queue was full, failed: the export failed)",
+            m.telemetry_spans.clone(),
+        );
+        r.register(
+            "telemetry_exports",
+            "Export requests to the OTLP collector, by result (ok, error)",
+            m.telemetry_exports.clone(),
         );
         m
     }

@@ -17,9 +17,11 @@ use crate::profiles::Profile;
 use crate::sanitize::Sanitizer;
 pub use mcp::{BearerToken, McpConfig, McpServer, PROGRESS_TOKEN_ENV, ProgressConfig};
 use raw::*;
+pub use telemetry::TelemetryConfig;
 
 pub mod mcp;
 mod raw;
+pub mod telemetry;
 
 pub const DEFAULT_HEARTBEAT_MS: u64 = 10_000;
 pub const DEFAULT_MAX_EVENT_BYTES: usize = 16 * 1024 * 1024;
@@ -122,6 +124,8 @@ pub struct Config {
     /// The MCP front; `None` when its listener does not run.
     pub mcp: Option<McpConfig>,
     pub progress: ProgressConfig,
+    /// OpenTelemetry export; off without an endpoint.
+    pub telemetry: TelemetryConfig,
 }
 
 /// The `[events]` section: which profiles render lifecycle events.
@@ -272,6 +276,7 @@ impl Default for Config {
             tool_templates: Vec::new(),
             mcp: None,
             progress: ProgressConfig::default(),
+            telemetry: TelemetryConfig::default(),
         }
     }
 }
@@ -288,6 +293,22 @@ impl Config {
         text: &str,
         env_token: Option<&str>,
     ) -> Result<Config, ConfigError> {
+        let token = env_token.map(str::to_string);
+        Config::from_toml_with_env(text, &|name| match name {
+            PROGRESS_TOKEN_ENV => token.clone(),
+            _ => None,
+        })
+    }
+
+    /// Like [`Config::from_toml_str`], reading the environment through `env` (an empty value
+    /// counts as unset): [`PROGRESS_TOKEN_ENV`], the `OTEL_*` variables of `[telemetry]` and
+    /// the `${NAME}`s its header values name.
+    pub fn from_toml_with_env(
+        text: &str,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Config, ConfigError> {
+        let env_token = env(PROGRESS_TOKEN_ENV);
+        let env_token = env_token.as_deref();
         let raw: RawConfig = toml::from_str(text).map_err(|e| ConfigError::syntax(e, text))?;
         let invalid = |key: String, span: std::ops::Range<usize>, message: String| {
             let line = text[..span.start.min(text.len())].matches('\n').count() + 1;
@@ -295,6 +316,7 @@ impl Config {
         };
         let progress = mcp::progress(&raw.progress, env_token, &invalid)?;
         let mcp = mcp::mcp(&raw.mcp, &progress, &invalid)?;
+        let telemetry = telemetry::telemetry(&raw.telemetry, env, &invalid)?;
 
         let mut rules = Vec::new();
         for (i, tool) in raw.tools.iter().enumerate() {
@@ -433,6 +455,7 @@ impl Config {
         };
 
         Ok(Config {
+            telemetry,
             events,
             sanitizer,
             tool_templates,
@@ -508,6 +531,22 @@ impl Config {
             None => "not required",
         };
         let _ = writeln!(s, "progress: bearer token {token}");
+        let telemetry = &self.telemetry;
+        let _ = match &telemetry.traces_endpoint {
+            None => writeln!(s, "telemetry: off (no [telemetry] otlp_endpoint)"),
+            Some(url) => writeln!(
+                s,
+                "telemetry: spans to {url} as {:?}, {} header(s), sample ratio {}, payloads {}",
+                telemetry.service_name,
+                telemetry.headers.len(),
+                telemetry.sample_ratio,
+                if telemetry.record_payloads {
+                    "recorded"
+                } else {
+                    "not recorded"
+                },
+            ),
+        };
         let names = |list: &[Profile]| list.iter().map(|p| p.name()).collect::<Vec<_>>().join(", ");
         let (on, allowed) = (
             names(&self.events.profiles),
@@ -520,6 +559,14 @@ impl Config {
         s
     }
 
+    /// The config of a process started without a file: the defaults, plus what the
+    /// environment gives (`TOOLPULSE_PROGRESS_TOKEN`, the `OTEL_*` variables).
+    pub fn from_environment() -> Result<Config, ConfigError> {
+        Config::from_toml_with_env("", &|name| {
+            std::env::var(name).ok().filter(|v| !v.is_empty())
+        })
+    }
+
     /// Reads and validates a config file; the `[progress] token` may come from
     /// [`PROGRESS_TOKEN_ENV`].
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
@@ -528,10 +575,9 @@ impl Config {
             error,
         })?;
         // An empty variable counts as unset, as shells and compose files often leave it.
-        let env_token = std::env::var(PROGRESS_TOKEN_ENV)
-            .ok()
-            .filter(|t| !t.is_empty());
-        Config::from_toml_with_token(&text, env_token.as_deref())
+        Config::from_toml_with_env(&text, &|name| {
+            std::env::var(name).ok().filter(|v| !v.is_empty())
+        })
     }
 }
 
