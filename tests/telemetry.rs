@@ -161,6 +161,8 @@ async fn a_stream_with_three_tools_becomes_a_request_span_and_three_tool_spans()
     assert!(out.contains("response.mcp_call.failed"), "{out}");
 
     let spans = collector.spans(4).await;
+    // `cargo test --test telemetry -- --nocapture` shows the trace (the README quotes one).
+    println!("{}", otlp::render(&spans));
     let server = spans
         .iter()
         .find(|r| r.span.kind == SpanKind::Server as i32)

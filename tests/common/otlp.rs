@@ -162,3 +162,73 @@ pub fn value<'a>(attributes: &'a [KeyValue], key: &str) -> Option<&'a any_value:
 pub fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
+
+/// The spans of one trace as a tree, roughly as a tracing backend lists them: each span with its
+/// kind, start offset, length, status and attributes (for the README and failing tests).
+pub fn render(spans: &[Received]) -> String {
+    use std::fmt::Write;
+    let Some(start) = spans.iter().map(|r| r.span.start_time_unix_nano).min() else {
+        return String::new();
+    };
+    let ids: Vec<&[u8]> = spans.iter().map(|r| r.span.span_id.as_slice()).collect();
+    let mut out = String::new();
+    let mut roots: Vec<&Received> = spans
+        .iter()
+        .filter(|r| !ids.contains(&r.span.parent_span_id.as_slice()))
+        .collect();
+    roots.sort_by_key(|r| r.span.start_time_unix_nano);
+    for root in roots {
+        let service = root.service.as_deref().unwrap_or("?");
+        let _ = writeln!(out, "trace {} ({service})", hex(&root.span.trace_id));
+        line(&mut out, root, start, "");
+        let mut children: Vec<&Received> = spans
+            .iter()
+            .filter(|r| r.span.parent_span_id == root.span.span_id)
+            .collect();
+        children.sort_by_key(|r| r.span.start_time_unix_nano);
+        let last = children.len();
+        for (i, child) in children.into_iter().enumerate() {
+            line(
+                &mut out,
+                child,
+                start,
+                if i + 1 == last { "└─ " } else { "├─ " },
+            );
+        }
+    }
+    out
+}
+
+fn line(out: &mut String, received: &Received, start: u64, branch: &str) {
+    use std::fmt::Write;
+    let span = &received.span;
+    let kind = match span.kind {
+        2 => "server",
+        3 => "client",
+        _ => "internal",
+    };
+    let ms = |ns: u64| ns as f64 / 1e6;
+    let status = match &span.status {
+        Some(s) if s.code == 2 => format!("ERROR {}", s.message),
+        Some(s) if s.code == 1 => "OK".to_string(),
+        _ => "unset".to_string(),
+    };
+    let _ = writeln!(
+        out,
+        "{branch}{}  [{kind}]  +{:.0} ms, {:.0} ms, status {status}",
+        span.name,
+        ms(span.start_time_unix_nano - start),
+        ms(span.end_time_unix_nano - span.start_time_unix_nano),
+    );
+    let indent = if branch.is_empty() { "    " } else { "       " };
+    for kv in &span.attributes {
+        let value = match kv.value.as_ref().and_then(|v| v.value.as_ref()) {
+            Some(any_value::Value::StringValue(s)) => format!("{s:?}"),
+            Some(any_value::Value::IntValue(n)) => n.to_string(),
+            Some(any_value::Value::DoubleValue(n)) => n.to_string(),
+            Some(any_value::Value::BoolValue(b)) => b.to_string(),
+            other => format!("{other:?}"),
+        };
+        let _ = writeln!(out, "{indent}{} = {value}", kv.key);
+    }
+}
