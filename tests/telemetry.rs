@@ -364,3 +364,86 @@ fn without_durations(text: &str) -> String {
     out.push_str(rest);
     out
 }
+
+/// The MCP front's request, traced by the gateway, becomes a client span under the gateway's
+/// span, and the MCP server gets the client span as its parent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_traced_mcp_request_is_a_client_span_and_the_server_gets_its_context() {
+    let mut collector = Collector::start().await;
+    let answer = r#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"done"}]}}"#;
+    let mut server = Gateway::start(move |_| Reply {
+        head: format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}",
+            answer.len()
+        ),
+        actions: vec![Action::Raw(answer.as_bytes().to_vec()), Action::End],
+    })
+    .await;
+    let text = format!(
+        "[[mcp.servers]]\nname = \"srv\"\nupstream = \"{}/mcp\"\ncall_name = \"srv_{{tool}}\"\n",
+        server.url()
+    );
+    let config = Config::from_toml_str(&text).expect("config");
+    let metrics = Arc::new(toolpulse::metrics::Metrics::new());
+    let telemetry = TelemetryConfig {
+        traces_endpoint: Some(
+            format!("{}/v1/traces", collector.endpoint())
+                .parse()
+                .expect("url"),
+        ),
+        ..TelemetryConfig::default()
+    };
+    let telemetry = Telemetry::start(&telemetry, metrics.clone())
+        .expect("exporter")
+        .expect("on");
+    let hub = toolpulse::progress::local::LocalHub::new(Duration::from_millis(10));
+    let front = toolpulse::mcp::Front::new(&config, hub, metrics)
+        .expect("front")
+        .expect("configured")
+        .with_telemetry(telemetry);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    tokio::spawn(toolpulse::mcp::server::serve(
+        listener,
+        Arc::new(front),
+        std::future::pending(),
+    ));
+
+    let call = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"get_issue","arguments":{"n":1}}}"#;
+    let gateway_span = "1111111111111111";
+    let request = http::Request::post(format!("http://{addr}/srv"))
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("traceparent", format!("00-{TRACE_ID}-{gateway_span}-01"))
+        .body(http_body_util::Full::new(bytes::Bytes::from_static(
+            call.as_bytes(),
+        )))
+        .expect("request");
+    let response = http_client().request(request).await.expect("response");
+    assert_eq!(response.status(), 200);
+    let mut body = response.into_body();
+    assert!(String::from_utf8_lossy(&read_all(&mut body).await).contains("done"));
+
+    let spans = collector.spans(1).await;
+    let client = &spans[0].span;
+    assert_eq!(client.kind, SpanKind::Client as i32);
+    assert_eq!(client.name, "tools/call get_issue");
+    assert_eq!(otlp::hex(&client.trace_id), TRACE_ID);
+    assert_eq!(otlp::hex(&client.parent_span_id), gateway_span);
+    let a = &client.attributes;
+    assert_eq!(
+        otlp::string(a, "mcp.method.name").as_deref(),
+        Some("tools/call")
+    );
+    assert_eq!(
+        otlp::string(a, "toolpulse.mcp.server").as_deref(),
+        Some("srv")
+    );
+    assert_eq!(otlp::int(a, "http.response.status_code"), Some(200));
+    assert_eq!(status(&spans[0]).0, StatusCode::Unset as i32);
+    let forwarded = server.requests.recv().await.expect("the server's request");
+    let sent = format!("00-{TRACE_ID}-{}-01", otlp::hex(&client.span_id));
+    assert_eq!(forwarded.header("traceparent"), Some(sent.as_str()));
+}
