@@ -447,3 +447,108 @@ async fn a_traced_mcp_request_is_a_client_span_and_the_server_gets_its_context()
     let sent = format!("00-{TRACE_ID}-{}-01", otlp::hex(&client.span_id));
     assert_eq!(forwarded.header("traceparent"), Some(sent.as_str()));
 }
+
+/// The real binary, configured only by the standard environment variables (no config file):
+/// spans reach the collector under `OTEL_SERVICE_NAME`, and SIGTERM ends it cleanly.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_binary_exports_with_only_the_otel_environment_variables() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+
+    let mut collector = Collector::start().await;
+    let gw = Gateway::start(three_tools).await;
+    let child = Command::new(env!("CARGO_BIN_EXE_toolpulse"))
+        .args(["--upstream", &gw.url(), "--listen", "127.0.0.1:0"])
+        .args(["--admin-listen", "127.0.0.1:0"])
+        .env_remove("TOOLPULSE_CONFIG")
+        .env_remove("TOOLPULSE_PROGRESS_TOKEN")
+        .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", collector.endpoint())
+        .env("OTEL_SERVICE_NAME", "from-env")
+        .env("RUST_LOG", "info")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn toolpulse");
+    let mut child = Running(child);
+    let stderr = child.0.stderr.take().expect("stderr");
+    let (lines, first) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = lines.send(line);
+        }
+    });
+    let first = first
+        .recv_timeout(Duration::from_secs(10))
+        .expect("a first log line");
+    let start = first.find("listen=").expect("listen") + "listen=".len();
+    let addr: std::net::SocketAddr = first[start..]
+        .split_whitespace()
+        .next()
+        .expect("address")
+        .parse()
+        .expect("an address");
+
+    let out = stream(addr, &[]).await;
+    // No config file, so no rule for github_*: only the search gets events.
+    assert!(out.contains("response.web_search_call.completed"), "{out}");
+    let spans = collector.spans(4).await;
+    assert!(
+        spans
+            .iter()
+            .all(|r| r.service.as_deref() == Some("from-env")),
+        "{spans:#?}"
+    );
+    let _ = Command::new("kill")
+        .args(["-TERM", &child.0.id().to_string()])
+        .status();
+    let exited = async {
+        loop {
+            if let Some(status) = child.0.try_wait().expect("wait") {
+                return status;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    };
+    let status = tokio::time::timeout(Duration::from_secs(20), exited)
+        .await
+        .expect("toolpulse exits after SIGTERM");
+    assert!(status.success(), "{status:?}");
+}
+
+/// A child process that is killed when the test ends, however it ends.
+struct Running(std::process::Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The README's `[telemetry]` examples are valid configs.
+#[test]
+fn the_readme_tracing_examples_are_valid() {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).expect("README");
+    let start = readme
+        .find("\n## Tracing (OpenTelemetry)\n")
+        .expect("a Tracing section");
+    let section = &readme[start..];
+    let section = &section[..section[1..].find("\n## ").map_or(section.len(), |i| i + 1)];
+    let blocks: Vec<&str> = section
+        .split("```toml\n")
+        .skip(1)
+        .map(|b| &b[..b.find("```").expect("closed")])
+        .collect();
+    assert!(blocks.len() >= 2, "{section}");
+    let env = |name: &str| match name {
+        "LANGFUSE_AUTH" | "TEAM" => Some("x".to_string()),
+        _ => None,
+    };
+    for block in blocks {
+        let config =
+            Config::from_toml_with_env(block, &env).unwrap_or_else(|e| panic!("{e}\n{block}"));
+        assert!(config.telemetry.traces_endpoint.is_some(), "{block}");
+    }
+}
