@@ -20,6 +20,10 @@
 #   NO_BUILD=1      use the binaries already in target/release
 #   TOOLPULSE_BIN=F measure this toolpulse binary (e.g. a build from before a change)
 #   KEEP_TMP=1      keep the temp dir (configs, logs, the client's JSON) and print its path
+#   OTLP=1          also measure a second toolpulse that exports OpenTelemetry spans to a local
+#                   OTLP/HTTP receiver (examples/bench_collector.rs): target "toolpulse-otlp",
+#                   verified with the others and measured in the tools phase only (where spans
+#                   are made), beside plain toolpulse in the same run
 #
 # Every process it starts is stopped on exit (trap); every wait is bounded; loopback only.
 set -euo pipefail
@@ -27,6 +31,7 @@ cd "$(dirname "$0")/.."
 source bench/lib.sh
 
 QUICK=${QUICK:-0}
+OTLP=${OTLP:-0}
 PHASES=${PHASES:-flood paced tools rss}
 CPUS=$(nproc)
 if [ "$CPUS" -ge 2 ]; then PIN=${PIN:-1}; else PIN=0; fi
@@ -72,7 +77,8 @@ fi
 TOOLPULSE=${TOOLPULSE_BIN:-target/release/toolpulse}
 UPSTREAM=target/release/examples/bench_upstream
 CLIENT=target/release/examples/bench_client
-for bin in "$TOOLPULSE" "$UPSTREAM" "$CLIENT"; do
+COLLECTOR=target/release/examples/bench_collector
+for bin in "$TOOLPULSE" "$UPSTREAM" "$CLIENT" $([ "$OTLP" = 1 ] && echo "$COLLECTOR"); do
   [ -x "$bin" ] || die "$bin is missing (run without NO_BUILD=1)"
 done
 
@@ -94,12 +100,14 @@ ulimit -n 16384 2>/dev/null || ulimit -n "$(ulimit -Hn)" || true
 # ---------------------------------------------------------------------------------------------
 # Processes, cleanup
 TMP=$(mktemp -d /tmp/toolpulse-bench.XXXXXX)
-UP_PID="" NGX_PID="" TP_PID=""
+UP_PID="" NGX_PID="" TP_PID="" TPO_PID="" COL_PID=""
 
 cleanup() {
   local status=$?
   trap - EXIT INT TERM
   stop "$TP_PID"
+  stop "$TPO_PID"
+  stop "$COL_PID"
   stop "$NGX_PID"
   stop "$UP_PID"
   if [ "${KEEP_TMP:-0}" = 1 ]; then log "kept $TMP"; else rm -rf "$TMP"; fi
@@ -112,6 +120,11 @@ pick_port UP_PORT
 pick_port NGX_PORT
 pick_port TP_PORT
 pick_port ADMIN_PORT
+if [ "$OTLP" = 1 ]; then
+  pick_port TPO_PORT
+  pick_port TPO_ADMIN_PORT
+  pick_port COL_PORT
+fi
 
 start_upstream() {
   "${PIN_LOAD[@]}" "$UPSTREAM" --listen "127.0.0.1:$UP_PORT" --exit-after-s 3600 \
@@ -188,6 +201,35 @@ start_toolpulse() {
   wait_port "$TP_PORT" "$TP_PID" toolpulse
 }
 
+# The same toolpulse with span export on, to a receiver on the load CPU (like the upstream, so
+# decoding the spans is not counted as the proxy's work).
+start_collector() {
+  "${PIN_LOAD[@]}" "$COLLECTOR" --listen "127.0.0.1:$COL_PORT" --exit-after-s 3600 \
+    >"$TMP/collector.log" 2>&1 &
+  COL_PID=$!
+  wait_port "$COL_PORT" "$COL_PID" collector
+}
+
+start_toolpulse_otlp() {
+  cp "$TMP/toolpulse.toml" "$TMP/toolpulse-otlp.toml"
+  printf '\n[telemetry]\notlp_endpoint = "http://127.0.0.1:%s"\nservice_name = "toolpulse-bench"\n' \
+    "$COL_PORT" >>"$TMP/toolpulse-otlp.toml"
+  local env=(RUST_LOG="$TP_LOG")
+  [ -n "${TP_WORKERS:-}" ] && env+=(TOKIO_WORKER_THREADS="$TP_WORKERS")
+  "${PIN_PROXY[@]}" env "${env[@]}" "$TOOLPULSE" --config "$TMP/toolpulse-otlp.toml" \
+    --upstream "http://127.0.0.1:$UP_PORT" --listen "127.0.0.1:$TPO_PORT" \
+    --admin-listen "127.0.0.1:$TPO_ADMIN_PORT" >"$TMP/toolpulse-otlp.log" 2>&1 &
+  TPO_PID=$!
+  wait_port "$TPO_PORT" "$TPO_PID" toolpulse-otlp
+}
+
+# http_get PORT PATH: a loopback GET's body (bash's /dev/tcp: no curl needed).
+http_get() {
+  local response
+  response=$(timeout 5 bash -c 'exec 3<>"/dev/tcp/127.0.0.1/$1" && printf "GET %s HTTP/1.0\r\nHost: x\r\n\r\n" "$2" >&3 && cat <&3' _ "$1" "$2" 2>/dev/null) || return 0
+  printf '%s\n' "${response#*$'\r\n\r\n'}"
+}
+
 # ---------------------------------------------------------------------------------------------
 # Measuring
 
@@ -203,6 +245,7 @@ target_url() {
     direct) echo "http://127.0.0.1:$UP_PORT/v1/responses" ;;
     nginx) echo "http://127.0.0.1:$NGX_PORT/v1/responses" ;;
     toolpulse) echo "http://127.0.0.1:$TP_PORT/v1/responses" ;;
+    toolpulse-otlp) echo "http://127.0.0.1:$TPO_PORT/v1/responses" ;;
   esac
 }
 
@@ -211,6 +254,7 @@ target_pids() {
     direct) ;;
     nginx) echo "$NGX_PID" && descendants "$NGX_PID" ;;
     toolpulse) echo "$TP_PID" ;;
+    toolpulse-otlp) echo "$TPO_PID" ;;
   esac
 }
 
@@ -251,7 +295,11 @@ measure() {
   c1=$(ticks "${pids[@]}")
   u1=$(ticks "$UP_PID")
   hwm=$(status_kib VmHWM "${pids[@]}")
-  threads=$([ "$target" = toolpulse ] && status_kib Threads "$TP_PID" || echo "-")
+  case $target in
+    toolpulse) threads=$(status_kib Threads "$TP_PID") ;;
+    toolpulse-otlp) threads=$(status_kib Threads "$TPO_PID") ;;
+    *) threads="-" ;;
+  esac
   json=$TMP/$phase-$target.json
   printf '%s\t' "$phase" "$target" "$(jnum streams_ok "$json")" "$(jnum streams_failed "$json")" \
     "$(jnum upstream_events "$json")" "$(jnum injected_events "$json")" \
@@ -307,9 +355,15 @@ log "upstream :$UP_PORT, nginx :$NGX_PORT, toolpulse :$TP_PORT (admin :$ADMIN_PO
 start_upstream
 start_nginx
 start_toolpulse
+TARGETS="direct nginx toolpulse"
+if [ "$OTLP" = 1 ]; then
+  start_collector
+  start_toolpulse_otlp
+  TARGETS="$TARGETS toolpulse-otlp"
+fi
 
 log "verify: every target's bodies against the regenerated upstream stream (invariants::check)"
-for target in direct nginx toolpulse; do
+for target in $TARGETS; do
   run_client "verify-$target" --url "$(target_url "$target")" --verify $(client_args "${VERIFY[@]}")
   log "  $target: $(jnum verified "$TMP/verify-$target.json") streams verified, $(jnum injected_events "$TMP/verify-$target.json") events injected"
 done
@@ -331,7 +385,20 @@ for phase in $PHASES; do
   for target in direct nginx toolpulse; do
     measure "$phase" "$target" "${sizes[@]}"
   done
+  if [ "$OTLP" = 1 ] && [ "$phase" = tools ]; then
+    measure "$phase" toolpulse-otlp "${sizes[@]}"
+  fi
 done
+
+# What became of the spans: toolpulse's own counters and what the receiver decoded.
+OTLP_SPANS=""
+if [ "$OTLP" = 1 ]; then
+  sleep 1 # the export task's last batch (it waits up to 0.5 s to fill one)
+  OTLP_SPANS=$(http_get "$TPO_ADMIN_PORT" /metrics |
+    awk '/^toolpulse_telemetry_(spans|exports)_total/ { printf "%s%s", sep, $0; sep = "; " }')
+  OTLP_RECEIVED=$(http_get "$COL_PORT" /count)
+  log "otlp: $OTLP_SPANS; the receiver decoded $OTLP_RECEIVED spans"
+fi
 
 TP_THREADS=$(status_kib Threads "$TP_PID")
 TP_WORKERS_SHOWN=${TP_WORKERS:-$("${PIN_PROXY[@]}" nproc) (the CPUs available to the process; 1 = a current-thread runtime)}
@@ -344,7 +411,7 @@ report() {
   cat <<EOF
 # toolpulse end-to-end benchmark, $(date '+%Y-%m-%d %H:%M %Z')
 
-- command: \`$([ "$QUICK" = 1 ] && echo "QUICK=1 ")bash bench/run.sh\`$([ "$PHASES" != "flood paced tools rss" ] && echo " (PHASES=\"$PHASES\")")
+- command: \`$([ "$QUICK" = 1 ] && echo "QUICK=1 ")$([ "$OTLP" = 1 ] && echo "OTLP=1 ")bash bench/run.sh\`$([ "$PHASES" != "flood paced tools rss" ] && echo " (PHASES=\"$PHASES\")")
 - machine: $CPUS CPUs ($(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)), $(awk '/^MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo), Linux $(uname -r); load average at start: $LOADAVG
 - toolpulse $(git rev-parse --short HEAD 2>/dev/null || echo "?")$dirty, one process, RUST_LOG=$TP_LOG, tokio worker threads: $TP_WORKERS_SHOWN; $TP_THREADS threads in all at the end
 - nginx $("$NGINX" -v 2>&1 | sed 's|.*/||'), one worker, proxy_buffering off, keep-alive HTTP/1.1 upstream, access_log off
@@ -379,6 +446,7 @@ EOF
         f(cpu, 2), f(pcpu, 0), f(lcpu, 0), f(rss, 1)
       if (target == "nginx") { nc[phase] = cpu; n50[phase] = a50; n99[phase] = a99; nr[phase] = rss; ne[phase] = $7 }
       if (target == "toolpulse") { tc[phase] = cpu; t50[phase] = a50; t99[phase] = a99; tr[phase] = rss; te[phase] = $7; order[++n] = phase; inj[phase] = $6 }
+      if (target == "toolpulse-otlp") { oc[phase] = cpu; o50[phase] = a50; o99[phase] = a99; orss[phase] = rss; oe[phase] = $7; oorder[++m] = phase }
     }
     END {
       print ""
@@ -392,7 +460,24 @@ EOF
           ratio(tc[p], nc[p]), t50[p] - n50[p], t99[p] - n99[p], ratio(tr[p], nr[p]),
           ratio(te[p], ne[p]), inj[p]
       }
+      if (m > 0) {
+        print ""
+        print "toolpulse with OpenTelemetry export / toolpulse without (OTLP=1; same run, same phase):"
+        print ""
+        print "| phase | CPU µs/event | added p50 | added p99 | peak RSS | events/s |"
+        print "|---|---|---|---|---|---|"
+        for (i = 1; i <= m; i++) {
+          p = oorder[i]
+          printf "| %s | %s× | %+.0f µs | %+.0f µs | %s× | %s× |\n", p,
+            ratio(oc[p], tc[p]), o50[p] - t50[p], o99[p] - t99[p], ratio(orss[p], tr[p]),
+            ratio(oe[p], te[p])
+        }
+      }
     }' "$ROWS"
+  if [ -n "$OTLP_SPANS" ]; then
+    echo
+    echo "Spans (toolpulse-otlp's /metrics at the end): $OTLP_SPANS; the receiver decoded ${OTLP_RECEIVED:-?} spans."
+  fi
   if [ -s "$RSS_ROWS" ]; then
     cat <<EOF
 

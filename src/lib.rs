@@ -11,6 +11,8 @@
 //! - [`unconfigured`]: tools the gateway ran that no `[[tools]]` rule names, said once per name;
 //! - [`mcp`]: the MCP front (a second listener before the gateway's MCP servers) and
 //!   `POST /v1/progress`, which hand tools' progress to a [`progress::ProgressHub`];
+//! - [`telemetry`]: OpenTelemetry spans (a server span per request, one per tool call, the MCP
+//!   front's client spans) exported over OTLP/HTTP, off unless `[telemetry]` names a collector;
 //! - [`invariants`]: a checker of PRODUCT.md §2's invariants over an input/output pair, used by
 //!   the tests (and fuzzing).
 
@@ -29,6 +31,7 @@ pub mod rewrite;
 pub mod sanitize;
 pub mod serve;
 pub mod sse;
+pub mod telemetry;
 pub mod unconfigured;
 
 pub use config::Config;

@@ -184,7 +184,7 @@ fn init_logs(format: LogFormat) {
 fn load_config(path: Option<&Path>) -> anyhow::Result<Config> {
     Ok(match path {
         Some(path) => Config::load(path)?,
-        None => Config::default(),
+        None => Config::from_environment()?,
     })
 }
 

@@ -90,6 +90,10 @@ pub struct Metrics {
     pub mcp_bound_calls: Gauge,
     pub progress_bus_errors: Family<Op, Counter>,
     pub progress_bus_up: Gauge,
+    /// Finished spans by what became of them: exported, dropped (queue full), failed (export).
+    pub telemetry_spans: Family<Outcome, Counter>,
+    /// Export requests to the OTLP collector, by result (ok, error).
+    pub telemetry_exports: Family<Outcome, Counter>,
 }
 
 impl Default for Metrics {
@@ -121,6 +125,8 @@ impl Metrics {
             mcp_bound_calls: Gauge::default(),
             progress_bus_errors: Family::default(),
             progress_bus_up: Gauge::default(),
+            telemetry_spans: Family::default(),
+            telemetry_exports: Family::default(),
         };
         let r = &mut m.registry;
         r.register(
@@ -217,6 +223,17 @@ impl Metrics {
             "progress_bus_up",
             "Whether the progress bus (Redis) is reachable now (1) or down or not configured (0)",
             m.progress_bus_up.clone(),
+        );
+        r.register(
+            "telemetry_spans",
+            "OpenTelemetry spans finished, by what became of them (exported, dropped: the export \
+             queue was full, failed: the export failed)",
+            m.telemetry_spans.clone(),
+        );
+        r.register(
+            "telemetry_exports",
+            "Export requests to the OTLP collector, by result (ok, error)",
+            m.telemetry_exports.clone(),
         );
         m
     }

@@ -23,6 +23,10 @@ use crate::progress::ProgressHub;
 use crate::progress::bus::BusHub;
 use crate::progress::local::LocalHub;
 use crate::proxy::{Proxy, server};
+use crate::telemetry::Telemetry;
+
+/// How long the spans still queued at exit may take to reach the collector.
+const TELEMETRY_FLUSH_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Exit status after a second stop signal.
 const FORCED_EXIT_CODE: i32 = 130;
@@ -38,6 +42,11 @@ pub async fn run(
     if let Some((streams, _)) = &hub {
         proxy = proxy.with_progress(streams.clone());
     }
+    let telemetry = Telemetry::start(&config.telemetry, proxy.metrics().clone())
+        .context("[telemetry]: cannot set up the OTLP exporter")?;
+    if let Some(telemetry) = &telemetry {
+        proxy = proxy.with_telemetry(telemetry.clone());
+    }
     let proxy = Arc::new(proxy);
     let admin = Arc::new(Admin::new(proxy.metrics().clone()));
     let listener = TcpListener::bind(config.proxy.listen)
@@ -48,7 +57,12 @@ pub async fn run(
         .with_context(|| format!("cannot listen on {} (admin.listen)", config.admin.listen))?;
     let admin_addr = admin_listener.local_addr()?;
     let front = match hub {
-        Some((_, hub)) => Front::new(&config, hub, proxy.metrics().clone())?.map(Arc::new),
+        Some((_, hub)) => Front::new(&config, hub, proxy.metrics().clone())?
+            .map(|front| match &telemetry {
+                Some(telemetry) => front.with_telemetry(telemetry.clone()),
+                None => front,
+            })
+            .map(Arc::new),
         None => None,
     };
     let mcp = match &front {
@@ -84,6 +98,7 @@ pub async fn run(
         admin = %admin_addr,
         mcp = mcp_addr.map(|a| a.to_string()),
         upstream = config.proxy.upstream.as_ref().map(ToString::to_string),
+        otlp = config.telemetry.traces_endpoint.as_ref().map(|_| "on"),
         "toolpulse listening"
     );
     let mcp_serving = async {
@@ -110,6 +125,11 @@ pub async fn run(
         }
     };
     let (clean, mcp_clean) = tokio::join!(connections.drain(drain_timeout, &proxy), mcp_drain);
+    if let Some(telemetry) = &telemetry
+        && !telemetry.flush(TELEMETRY_FLUSH_TIMEOUT).await
+    {
+        tracing::warn!("spans still queued at exit were not all exported in time");
+    }
     tracing::info!(clean = clean && mcp_clean, "stopped");
     Ok(())
 }

@@ -121,6 +121,8 @@ mod tests {
             rule,
             had_output,
             outcome: "completed",
+            error_kind: None,
+            output: None,
             duration: Duration::ZERO,
         }
     }

@@ -18,10 +18,12 @@ use crate::sanitize::Sanitizer;
 pub use bus::{BusConfig, REDIS_URL_ENV, RedisUrl};
 pub use mcp::{BearerToken, McpConfig, McpServer, PROGRESS_TOKEN_ENV, ProgressConfig};
 use raw::*;
+pub use telemetry::TelemetryConfig;
 
 pub mod bus;
 pub mod mcp;
 mod raw;
+pub mod telemetry;
 
 pub const DEFAULT_HEARTBEAT_MS: u64 = 10_000;
 pub const DEFAULT_MAX_EVENT_BYTES: usize = 16 * 1024 * 1024;
@@ -124,6 +126,8 @@ pub struct Config {
     /// The MCP front; `None` when its listener does not run.
     pub mcp: Option<McpConfig>,
     pub progress: ProgressConfig,
+    /// OpenTelemetry export; off without an endpoint.
+    pub telemetry: TelemetryConfig,
 }
 
 /// The `[events]` section: which profiles render lifecycle events.
@@ -274,17 +278,9 @@ impl Default for Config {
             tool_templates: Vec::new(),
             mcp: None,
             progress: ProgressConfig::default(),
+            telemetry: TelemetryConfig::default(),
         }
     }
-}
-
-/// What the environment may give beside the file: the secrets kept out of config files.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct Env<'a> {
-    /// [`PROGRESS_TOKEN_ENV`]: the `[progress] token` when the file names none.
-    pub progress_token: Option<&'a str>,
-    /// [`REDIS_URL_ENV`]: the `[progress] bus`, over the file's.
-    pub redis_url: Option<&'a str>,
 }
 
 impl Config {
@@ -299,16 +295,22 @@ impl Config {
         text: &str,
         env_token: Option<&str>,
     ) -> Result<Config, ConfigError> {
-        let env = Env {
-            progress_token: env_token,
-            redis_url: None,
-        };
-        Config::from_toml_with_env(text, &env)
+        let token = env_token.map(str::to_string);
+        Config::from_toml_with_env(text, &|name| match name {
+            PROGRESS_TOKEN_ENV => token.clone(),
+            _ => None,
+        })
     }
 
-    /// Like [`Config::from_toml_str`], with the environment's values ([`Env`]).
-    pub fn from_toml_with_env(text: &str, env: &Env<'_>) -> Result<Config, ConfigError> {
-        let env_token = env.progress_token;
+    /// Like [`Config::from_toml_str`], reading the environment through `env` (an empty value
+    /// counts as unset): [`PROGRESS_TOKEN_ENV`], the `OTEL_*` variables of `[telemetry]` and
+    /// the `${NAME}`s its header values name.
+    pub fn from_toml_with_env(
+        text: &str,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Config, ConfigError> {
+        let env_token = env(PROGRESS_TOKEN_ENV);
+        let env_token = env_token.as_deref();
         let raw: RawConfig = toml::from_str(text).map_err(|e| ConfigError::syntax(e, text))?;
         let invalid = |key: String, span: std::ops::Range<usize>, message: String| {
             let line = text[..span.start.min(text.len())].matches('\n').count() + 1;
@@ -316,7 +318,9 @@ impl Config {
         };
         let mut progress = mcp::progress(&raw.progress, env_token, &invalid)?;
         let mcp = mcp::mcp(&raw.mcp, &progress, &invalid)?;
-        progress.bus = mcp::bus(&raw.progress, env.redis_url, mcp.is_some(), &invalid)?;
+        let redis_url = env(REDIS_URL_ENV);
+        progress.bus = mcp::bus(&raw.progress, redis_url.as_deref(), mcp.is_some(), &invalid)?;
+        let telemetry = telemetry::telemetry(&raw.telemetry, env, &invalid)?;
 
         let mut rules = Vec::new();
         for (i, tool) in raw.tools.iter().enumerate() {
@@ -455,6 +459,7 @@ impl Config {
         };
 
         Ok(Config {
+            telemetry,
             events,
             sanitizer,
             tool_templates,
@@ -534,6 +539,22 @@ impl Config {
             let (url, prefix) = (&bus.url, &bus.prefix);
             let _ = writeln!(s, "progress: bus {url} (keys and channels {prefix}:*)");
         }
+        let telemetry = &self.telemetry;
+        let _ = match &telemetry.traces_endpoint {
+            None => writeln!(s, "telemetry: off (no [telemetry] otlp_endpoint)"),
+            Some(url) => writeln!(
+                s,
+                "telemetry: spans to {url} as {:?}, {} header(s), sample ratio {}, payloads {}",
+                telemetry.service_name,
+                telemetry.headers.len(),
+                telemetry.sample_ratio,
+                if telemetry.record_payloads {
+                    "recorded"
+                } else {
+                    "not recorded"
+                },
+            ),
+        };
         let names = |list: &[Profile]| list.iter().map(|p| p.name()).collect::<Vec<_>>().join(", ");
         let (on, allowed) = (
             names(&self.events.profiles),
@@ -546,6 +567,14 @@ impl Config {
         s
     }
 
+    /// The config of a process started without a file: the defaults, plus what the
+    /// environment gives (`TOOLPULSE_PROGRESS_TOKEN`, the `OTEL_*` variables).
+    pub fn from_environment() -> Result<Config, ConfigError> {
+        Config::from_toml_with_env("", &|name| {
+            std::env::var(name).ok().filter(|v| !v.is_empty())
+        })
+    }
+
     /// Reads and validates a config file; the `[progress] token` may come from
     /// [`PROGRESS_TOKEN_ENV`].
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
@@ -554,13 +583,9 @@ impl Config {
             error,
         })?;
         // An empty variable counts as unset, as shells and compose files often leave it.
-        let var = |name: &str| std::env::var(name).ok().filter(|t| !t.is_empty());
-        let (token, redis_url) = (var(PROGRESS_TOKEN_ENV), var(REDIS_URL_ENV));
-        let env = Env {
-            progress_token: token.as_deref(),
-            redis_url: redis_url.as_deref(),
-        };
-        Config::from_toml_with_env(&text, &env)
+        Config::from_toml_with_env(&text, &|name| {
+            std::env::var(name).ok().filter(|v| !v.is_empty())
+        })
     }
 }
 

@@ -23,6 +23,7 @@ pub(super) struct RawConfig {
     pub(super) sanitize: RawSanitize,
     pub(super) mcp: super::mcp::RawMcp,
     pub(super) progress: super::mcp::RawProgress,
+    pub(super) telemetry: super::telemetry::RawTelemetry,
 }
 
 #[derive(Deserialize)]

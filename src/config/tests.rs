@@ -315,10 +315,8 @@ fn the_progress_bus() {
     );
 
     // The environment's URL (with its password) wins; the prefix defaults.
-    let env = Env {
-        progress_token: None,
-        redis_url: Some("rediss://:secret@managed:6380/0"),
-    };
+    let env =
+        |name: &str| (name == REDIS_URL_ENV).then(|| "rediss://:secret@managed:6380/0".to_string());
     let c = Config::from_toml_with_env(&file.replace("bus_prefix = \"tp-eu\"\n", ""), &env)
         .expect("valid");
     let bus = c.progress.bus.expect("a bus");
@@ -350,10 +348,7 @@ fn the_progress_bus() {
         "{mcp}[progress]\nbus = \"redis://c\"\nbus_prefix = \"a b\"\n"
     ));
     assert!(e.contains("line 5: progress.bus_prefix"), "{e}");
-    let bad = Env {
-        progress_token: None,
-        redis_url: Some("cache:6379"),
-    };
+    let bad = |name: &str| (name == REDIS_URL_ENV).then(|| "cache:6379".to_string());
     let e = Config::from_toml_with_env(mcp, &bad)
         .expect_err("invalid")
         .to_string();
@@ -361,4 +356,78 @@ fn the_progress_bus() {
         e.contains("TOOLPULSE_REDIS_URL: must start with redis://"),
         "{e}"
     );
+}
+
+#[test]
+fn telemetry_is_off_by_default_and_configured_from_the_file_or_the_environment() {
+    let c = Config::from_toml_str("").expect("empty");
+    assert_eq!(c.telemetry.traces_endpoint, None);
+    assert_eq!(c.telemetry.service_name, "toolpulse");
+    assert_eq!(c.telemetry.sample_ratio, 1.0);
+    assert!(!c.telemetry.record_payloads);
+
+    let env = |name: &str| match name {
+        "OTEL_EXPORTER_OTLP_ENDPOINT" => Some("http://env-collector:4318".to_string()),
+        "OTEL_SERVICE_NAME" => Some("edge-proxy".to_string()),
+        "LANGFUSE_AUTH" => Some("cGs6c2s=".to_string()),
+        _ => None,
+    };
+    let c = Config::from_toml_with_env("", &env).expect("from the environment");
+    let url = c.telemetry.traces_endpoint.expect("on").to_string();
+    assert_eq!(url, "http://env-collector:4318/v1/traces");
+    assert_eq!(c.telemetry.service_name, "edge-proxy");
+
+    let file = r#"
+[telemetry]
+otlp_endpoint = "https://cloud.langfuse.com/api/public/otel"
+service_name = "gateway-front"
+sample_ratio = 0.25
+record_payloads = true
+[telemetry.headers]
+Authorization = "Basic ${LANGFUSE_AUTH}"
+"#;
+    let c = Config::from_toml_with_env(file, &env).expect("valid");
+    let t = &c.telemetry;
+    assert_eq!(
+        t.traces_endpoint
+            .as_ref()
+            .map(ToString::to_string)
+            .as_deref(),
+        Some("https://cloud.langfuse.com/api/public/otel/v1/traces"),
+        "the file wins over the environment"
+    );
+    assert_eq!(t.service_name, "gateway-front");
+    assert_eq!(t.sample_ratio, 0.25);
+    assert!(t.record_payloads);
+    assert_eq!(
+        t.headers,
+        vec![("authorization".to_string(), "Basic cGs6c2s=".to_string())]
+    );
+    assert!(
+        c.describe()
+            .contains("telemetry: spans to https://cloud.langfuse.com")
+    );
+}
+
+#[test]
+fn telemetry_errors_name_key_and_line() {
+    let e = error("[telemetry]\notlp_endpoint = \"collector:4318\"\n");
+    assert!(
+        e.contains("line 2: telemetry.otlp_endpoint: must start with http"),
+        "{e}"
+    );
+    let e = error("[telemetry]\nsample_ratio = 1.5\n");
+    assert!(
+        e.contains("line 2: telemetry.sample_ratio: must be between"),
+        "{e}"
+    );
+    let e = error("[telemetry.headers]\nx-key = \"${UNSET_SECRET}\"\n");
+    assert!(
+        e.contains("telemetry.headers.x-key: environment variable UNSET_SECRET is not set"),
+        "{e}"
+    );
+    let e = error("[telemetry.headers]\n\"bad name\" = \"v\"\n");
+    assert!(e.contains("not an HTTP header name"), "{e}");
+    let e = error("[telemetry]\nendpoint = \"http://c:4318\"\n");
+    assert!(e.contains("unknown field `endpoint`"), "{e}");
 }

@@ -25,6 +25,7 @@ use crate::config::McpServer;
 use crate::progress::TraceId;
 use crate::proxy::headers;
 use crate::proxy::request_body::{self, RequestBody};
+use crate::telemetry::mcp::McpRequest;
 
 /// The largest POST body read to find `tools/call` requests; a larger one is forwarded as it
 /// is, and its calls are not followed.
@@ -43,10 +44,12 @@ pub async fn forward(
     let session = text("mcp-session-id").map(str::to_string);
     let header_trace = text("traceparent").and_then(TraceId::from_traceparent);
     let mut calls = front.calls(&server.name, session);
+    let mut first_call = None;
     let body = if head.method == Method::POST {
         match read_calls(front, server, &mut head, body, &mut calls, header_trace).await {
-            Ok((body, rpc)) => {
+            Ok((body, rpc, first)) => {
                 log.rpc = rpc;
+                first_call = first;
                 body
             }
             Err(error) => {
@@ -60,6 +63,15 @@ pub async fn forward(
         RequestBody::Streamed(body)
     };
     log.calls = calls.len();
+    if let Some(telemetry) = &front.telemetry {
+        let request = McpRequest {
+            server: &server.name,
+            upstream: &server.upstream,
+            rpc: &log.rpc,
+            tool: first_call.as_ref().map(|(t, p)| (t.as_str(), p.as_deref())),
+        };
+        log.span = telemetry.mcp_request(&mut head, &request);
+    }
 
     let uri = upstream_uri(&server.upstream, head.uri.query());
     headers::prepare_request(&mut head, uri, peer, false);
@@ -114,8 +126,12 @@ pub async fn forward(
     Response::from_parts(head, McpBody::forwarded(body, answer, calls, ending, log))
 }
 
+/// The first `tools/call` of a body: its tool and `params._meta.traceparent` (for its span).
+type FirstCall = Option<(String, Option<String>)>;
+
 /// Reads a POST body; binds its `tools/call` requests and adds toolpulse's token to those
-/// without one. Returns the body to forward and the JSON-RPC methods (for the log).
+/// without one. Returns the body to forward, the JSON-RPC methods (for the log) and the first
+/// call.
 async fn read_calls(
     front: &Front,
     server: &McpServer,
@@ -123,17 +139,21 @@ async fn read_calls(
     body: Incoming,
     calls: &mut Calls,
     header_trace: Option<TraceId>,
-) -> Result<(RequestBody, Vec<String>), hyper::Error> {
+) -> Result<(RequestBody, Vec<String>, FirstCall), hyper::Error> {
     let (frames, rest) = request_body::read_up_to(body, MAX_CALL_BODY_BYTES).await?;
     let whole = match rest {
         None => request_body::whole(&frames),
         Some(_) => None,
     };
     let Some(whole) = whole else {
-        return Ok((RequestBody::Read { frames, rest }, Vec::new()));
+        return Ok((RequestBody::Read { frames, rest }, Vec::new(), None));
     };
     let max_calls = MAX_CALLS_PER_REQUEST.min(front.registry.room());
     let prepared = jsonrpc::prepare(&whole, max_calls, super::token::new);
+    let first = prepared
+        .calls
+        .first()
+        .map(|call| (call.tool.clone(), call.traceparent.clone()));
     for call in prepared.calls {
         let function_name = server.function_name(&call.tool);
         calls.bind(call, function_name, header_trace);
@@ -146,7 +166,11 @@ async fn read_calls(
         }
         None => frames,
     };
-    Ok((RequestBody::Read { frames, rest: None }, prepared.methods))
+    Ok((
+        RequestBody::Read { frames, rest: None },
+        prepared.methods,
+        first,
+    ))
 }
 
 /// The server's endpoint with the request's query, if any.

@@ -8,6 +8,7 @@ use std::time::Instant;
 use http::Method;
 
 use crate::metrics::{Metrics, ServerOutcome};
+use crate::telemetry::mcp::McpSpan;
 
 pub struct McpLog {
     metrics: Arc<Metrics>,
@@ -25,6 +26,8 @@ pub struct McpLog {
     /// `timeout`, `upstream_error`, `not_found`, or a `/v1/progress` answer.
     pub outcome: &'static str,
     pub bytes_out: u64,
+    /// The request's client span, when tracing is on and the gateway traced the request.
+    pub span: Option<McpSpan>,
 }
 
 impl McpLog {
@@ -40,6 +43,7 @@ impl McpLog {
             status: 0,
             outcome: "client_gone",
             bytes_out: 0,
+            span: None,
         }
     }
 }
@@ -68,5 +72,8 @@ impl Drop for McpLog {
             duration_ms = self.started.elapsed().as_millis() as u64,
             "mcp request"
         );
+        if let Some(span) = self.span.take() {
+            span.end(self.status, self.outcome);
+        }
     }
 }

@@ -33,6 +33,7 @@ use crate::config::{BearerToken, Config, McpConfig};
 use crate::metrics::Metrics;
 use crate::progress::ProgressHub;
 use crate::proxy::client;
+use crate::telemetry::Telemetry;
 use body::McpBody;
 use calls::{Calls, Registry};
 use log::McpLog;
@@ -50,6 +51,8 @@ pub struct Front {
     stop_streams: CancellationToken,
     /// Cancelled when the drain time has run out: every answer ends.
     end_streams: CancellationToken,
+    /// Client spans for traced requests, when `[telemetry]` names a collector.
+    telemetry: Option<Arc<Telemetry>>,
 }
 
 impl Front {
@@ -73,7 +76,14 @@ impl Front {
             metrics,
             stop_streams: CancellationToken::new(),
             end_streams: CancellationToken::new(),
+            telemetry: None,
         }))
+    }
+
+    /// Traces forwarded requests the gateway traced, as client spans.
+    pub fn with_telemetry(mut self, telemetry: Arc<Telemetry>) -> Self {
+        self.telemetry = Some(telemetry);
+        self
     }
 
     pub fn listen(&self) -> SocketAddr {

@@ -191,6 +191,9 @@ impl RewriteBody {
             if let Some(name) = unconfigured::unconfigured_name(&observation) {
                 unconfigured.report(name);
             }
+            if let Some(span) = &mut log.span {
+                span.observe(&observation);
+            }
             match observation {
                 Observation::CallRunning {
                     call_id,
@@ -221,6 +224,7 @@ impl RewriteBody {
                     let duration_ms = duration.as_millis() as u64;
                     tracing::debug!(tool = %name, kind = kind.as_str(), outcome, duration_ms, "tool call");
                 }
+                Observation::Progress { .. } => {}
             }
         }
         if out.is_empty() {

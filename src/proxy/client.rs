@@ -49,7 +49,7 @@ pub fn build(config: &ProxyConfig) -> anyhow::Result<Upstream> {
         .build(https))
 }
 
-fn tls_config(extra_ca: Option<&Path>) -> anyhow::Result<rustls::ClientConfig> {
+pub(crate) fn tls_config(extra_ca: Option<&Path>) -> anyhow::Result<rustls::ClientConfig> {
     let mut roots = rustls::RootCertStore::empty();
     let native = rustls_native_certs::load_native_certs();
     for error in &native.errors {

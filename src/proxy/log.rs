@@ -9,6 +9,7 @@ use http::Method;
 
 use crate::metrics::{Metrics, Outcome, Response};
 use crate::rewrite::Stats;
+use crate::telemetry::{RequestEnd, RequestSpan};
 
 /// How a rewritten stream ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,6 +48,8 @@ pub struct RequestLog {
     /// Set for rewritten streams.
     pub stream: Option<(StreamEnd, Stats)>,
     pub tool_calls: u64,
+    /// The request's server span, when tracing is on; ended with this record.
+    pub span: Option<RequestSpan>,
 }
 
 impl RequestLog {
@@ -62,6 +65,7 @@ impl RequestLog {
             bytes_out: 0,
             stream: None,
             tool_calls: 0,
+            span: None,
         }
     }
 }
@@ -122,5 +126,13 @@ impl Drop for RequestLog {
             bytes_out = self.bytes_out,
             "request"
         );
+        if let Some(span) = self.span.take() {
+            span.end(&RequestEnd {
+                status: self.status,
+                response: self.response,
+                stream: self.stream.map(|(end, stats)| (end.as_str(), stats)),
+                bytes_out: self.bytes_out,
+            });
+        }
     }
 }

@@ -29,6 +29,7 @@ use crate::profiles;
 use crate::progress::TraceId;
 use crate::progress::local::LocalHub;
 use crate::rewrite::Rewriter;
+use crate::telemetry::Telemetry;
 use crate::unconfigured;
 use body::ProxyBody;
 use error::ProxyError;
@@ -53,6 +54,8 @@ pub struct Proxy {
     end_streams: CancellationToken,
     /// The registry of open calls for out-of-band progress, when a progress source is on.
     progress: Option<Arc<LocalHub>>,
+    /// OpenTelemetry spans, when `[telemetry]` names a collector.
+    telemetry: Option<Arc<Telemetry>>,
 }
 
 impl Proxy {
@@ -70,7 +73,15 @@ impl Proxy {
             unconfigured: Arc::default(),
             end_streams: CancellationToken::new(),
             progress: None,
+            telemetry: None,
         })
+    }
+
+    /// Traces every request: a server span (continuing the client's trace), the gateway told
+    /// its `traceparent`, a span per tool call.
+    pub fn with_telemetry(mut self, telemetry: Arc<Telemetry>) -> Self {
+        self.telemetry = Some(telemetry);
+        self
     }
 
     /// Registers every stream's running calls with `hub`, so progress can reach them; the
@@ -113,6 +124,9 @@ impl Proxy {
         if fixed(&new) != fixed(&current) {
             kept.push("[progress] token and bind_window_ms");
         }
+        if new.telemetry != current.telemetry {
+            kept.push("[telemetry]");
+        }
         if !kept.is_empty() {
             let sections = kept.join(", ");
             tracing::warn!(
@@ -125,6 +139,7 @@ impl Proxy {
         new.mcp = current.mcp.clone();
         new.progress.token = current.progress.token.clone();
         new.progress.bind_window = current.progress.bind_window;
+        new.telemetry = current.telemetry.clone();
         *current = Arc::new(new);
         self.unconfigured.forget();
         self.metrics
@@ -148,6 +163,12 @@ impl Proxy {
         let (mut head, body) = request.into_parts();
         let path = head.uri.path().to_string();
         let mut log = RequestLog::new(self.metrics.clone(), head.method.clone(), path.clone());
+        // Before anything can answer, so every request has its span; it also sets the
+        // `traceparent` the gateway gets.
+        log.span = self
+            .telemetry
+            .as_ref()
+            .map(|t| t.request(&mut head, &config));
         let profiles = match head.headers.remove(PROFILES_HEADER) {
             None => None,
             Some(value) => {
@@ -179,7 +200,9 @@ impl Proxy {
         headers::prepare_request(&mut head, uri, peer, config.proxy.preserve_host);
         let progress = self.progress.as_ref().map(|hub| {
             let header = head.headers.get(TRACEPARENT).and_then(|v| v.to_str().ok());
-            let trace_id = match header.and_then(TraceId::from_traceparent) {
+            // With tracing on, the trace id is the server span's (already in the header).
+            let traced = log.span.as_ref().map(|span| span.trace_id());
+            let trace_id = match traced.or_else(|| header.and_then(TraceId::from_traceparent)) {
                 Some(id) => id,
                 None => {
                     let (id, value) = TraceId::new_traceparent();
@@ -252,6 +275,14 @@ impl Proxy {
         }
         if let Some((n, _)) = resume {
             rewriter = rewriter.resume_after(n);
+        }
+        if log.span.is_some()
+            && self
+                .telemetry
+                .as_ref()
+                .is_some_and(|t| t.records_payloads())
+        {
+            rewriter = rewriter.with_output_observations();
         }
         log.response = "rewritten";
         self.metrics.streams_active.inc();

@@ -23,7 +23,7 @@ use memchr::memmem;
 
 use crate::config::Config;
 use crate::dialect::responses::{self, Number};
-use crate::lifecycle::{Kind, Phase, Signal, Tracker, Transition};
+use crate::lifecycle::{Kind, Outcome, Phase, Signal, Tracker, Transition};
 use crate::profiles::{Context, Profile, openai};
 use crate::progress::Progress;
 use crate::sse::{self, Event, Item, NewEvent, Parser};
@@ -47,8 +47,8 @@ static SEQUENCE_NUMBER: LazyLock<memmem::Finder<'static>> =
 /// number at once instead (rare, and cheaper than keeping its copy for the stream's life).
 const MAX_UNREAD_COPY: usize = 4096;
 
-/// Something worth a metric or a log line, reported by [`Rewriter::take_observations`].
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Something worth a metric, a log line or a span, reported by [`Rewriter::take_observations`].
+#[derive(Debug, Clone, PartialEq)]
 pub enum Observation {
     Injected(&'static str),
     /// A call's arguments are complete: the gateway runs it now (it may report progress).
@@ -66,7 +66,17 @@ pub enum Observation {
         /// Whether its output arrived in the stream, i.e. the gateway ran the tool itself.
         had_output: bool,
         outcome: &'static str,
+        /// Why it failed, as the profiles' `error.kind` says it (`status_failed`, a
+        /// `[failure.kinds]` name, `no_output`, …); `None` when it completed.
+        error_kind: Option<String>,
+        /// The output text, only when [`Rewriter::with_output_observations`] asked for it.
+        output: Option<String>,
         duration: Duration,
+    },
+    /// A progress report went out for a call (its message already sanitized).
+    Progress {
+        call_id: String,
+        report: Progress,
     },
 }
 
@@ -135,6 +145,9 @@ pub struct Rewriter {
     /// The number of that event instead, when it was too large to copy.
     unread_number: Option<u64>,
     observations: Vec<Observation>,
+    /// Whether `CallFinished` carries the output text (tracing with payloads): off, the text
+    /// is dropped where it always was, so nothing holds it longer.
+    output_observations: bool,
     stats: Stats,
 }
 
@@ -166,8 +179,15 @@ impl Rewriter {
             unread_in_origin: None,
             unread_number: None,
             observations: Vec::new(),
+            output_observations: false,
             stats: Stats::default(),
         }
+    }
+
+    /// Makes `Observation::CallFinished` carry the call's output text.
+    pub fn with_output_observations(mut self) -> Self {
+        self.output_observations = true;
+        self
     }
 
     /// Renders with these profiles instead of the config's (a request picked them).
@@ -647,9 +667,12 @@ impl Rewriter {
                     report,
                 };
                 let call = transition.call.clone();
-                self.render(&Transition { call, phase }, &context);
+                let progress = Transition { call, phase };
+                self.render(&progress, &context);
+                self.observe_progress(&progress);
             }
             self.render(&transition, &context);
+            self.observe_progress(&transition);
             if transition.phase == Phase::Running {
                 self.observe(Observation::CallRunning {
                     call_id: transition.call.call_id.clone(),
@@ -663,6 +686,10 @@ impl Rewriter {
                 output,
             } = transition.phase
             {
+                let error_kind = match &outcome {
+                    Outcome::Completed => None,
+                    Outcome::Failed(failure) => Some(self.config.failure.kind_of(failure)),
+                };
                 self.observe(Observation::CallFinished {
                     call_id: transition.call.call_id,
                     name: transition.call.name,
@@ -670,6 +697,8 @@ impl Rewriter {
                     rule: transition.call.rule,
                     had_output: output.is_some(),
                     outcome: outcome.as_str(),
+                    error_kind,
+                    output: output.filter(|_| self.output_observations).map(|o| o.text),
                     duration,
                 });
             }
@@ -686,6 +715,16 @@ impl Rewriter {
         }
         self.new_events = events;
         self.new_events.clear();
+    }
+
+    /// Reports a progress transition that was rendered (for spans' events).
+    fn observe_progress(&mut self, transition: &Transition) {
+        if let Phase::Progress { report, .. } = &transition.phase {
+            self.observe(Observation::Progress {
+                call_id: transition.call.call_id.clone(),
+                report: report.clone(),
+            });
+        }
     }
 
     fn write_unnumbered(&mut self, bytes: &Bytes) {

@@ -383,3 +383,72 @@ fn pieces_make_the_same_output_as_one_piece() {
         );
     }
 }
+
+/// The observations a span is built from: progress that went out (not what pacing replaced),
+/// the failure kind, and the output only when asked for.
+#[test]
+fn observations_carry_progress_failure_kind_and_output_on_request() {
+    let t0 = Instant::now();
+    let ms = |n| t0 + Duration::from_millis(n);
+    let progress_of = |r: &mut Rewriter| -> Vec<String> {
+        r.take_observations()
+            .filter_map(|o| match o {
+                Observation::Progress { report, .. } => report.message,
+                _ => None,
+            })
+            .collect()
+    };
+    let mut r = rewriter(0)
+        .with_progress_interval(Duration::from_millis(100))
+        .with_output_observations();
+    r.feed(&ev(ADDED), ms(0));
+    r.feed(&ev(DONE), ms(1));
+    let running = r
+        .take_observations()
+        .any(|o| matches!(o, Observation::CallRunning { ref call_id, .. } if call_id == "c1"));
+    assert!(running);
+    r.progress("c1", report(1.0, "first"), ms(10));
+    r.progress("c1", report(2.0, "replaced"), ms(20));
+    r.progress("c1", report(3.0, "last"), ms(30));
+    assert_eq!(progress_of(&mut r), ["first"]);
+    r.feed(&ev(OUTPUT), ms(40));
+    let observations: Vec<Observation> = r.take_observations().collect();
+    let messages: Vec<_> = observations
+        .iter()
+        .filter_map(|o| match o {
+            Observation::Progress { report, .. } => report.message.clone(),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        messages,
+        ["last"],
+        "the last report goes out before the end"
+    );
+    let finished = observations
+        .iter()
+        .find_map(|o| match o {
+            Observation::CallFinished {
+                error_kind, output, ..
+            } => Some((error_kind.clone(), output.clone())),
+            _ => None,
+        })
+        .expect("finished");
+    assert_eq!(finished, (None, Some("8 results".to_string())));
+
+    // Without asking, no output; a call closed at EOF fails with `no_output`.
+    let mut r = rewriter(0);
+    r.feed(&ev(ADDED), ms(0));
+    r.feed(&ev(DONE), ms(1));
+    r.finish(ms(2));
+    let finished = r
+        .take_observations()
+        .find_map(|o| match o {
+            Observation::CallFinished {
+                error_kind, output, ..
+            } => Some((error_kind, output)),
+            _ => None,
+        })
+        .expect("finished");
+    assert_eq!(finished, (Some("no_output".to_string()), None));
+}
