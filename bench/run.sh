@@ -24,6 +24,15 @@
 #                   OTLP/HTTP receiver (examples/bench_collector.rs): target "toolpulse-otlp",
 #                   verified with the others and measured in the tools phase only (where spans
 #                   are made), beside plain toolpulse in the same run
+#   BUS=1           the cost of the progress bus (issue 17): starts a redis-server (Debian's, on a
+#                   free loopback port, no persistence) and two more toolpulse processes, measured
+#                   in the tools phase only: toolpulse-mcp (an [mcp] listener: the in-process
+#                   registry of open calls) and toolpulse-bus (the same plus [progress] bus on that
+#                   Redis), so the bus is their only difference; the report adds their CPU per
+#                   event, the ratio and Redis's own CPU. Off (default): the run is unchanged.
+#   BUS_ROUNDS=N    with BUS=1: measure the pair N times in the tools phase, alternating which
+#                   goes first (mcp, bus; bus, mcp; …), and sum the rounds; default 1
+#   REDIS_SERVER=F  the redis-server binary (default: redis-server on PATH, else /usr/bin's)
 #
 # Every process it starts is stopped on exit (trap); every wait is bounded; loopback only.
 set -euo pipefail
@@ -38,6 +47,9 @@ if [ "$CPUS" -ge 2 ]; then PIN=${PIN:-1}; else PIN=0; fi
 PROXY_CPU=${PROXY_CPU:-1}
 LOAD_CPU=${LOAD_CPU:-0}
 TP_LOG=${TP_LOG:-warn}
+BUS=${BUS:-0}
+BUS_ROUNDS=${BUS_ROUNDS:-1}
+[[ "$BUS_ROUNDS" =~ ^[1-9][0-9]*$ ]] || { echo "BUS_ROUNDS must be a positive integer" >&2; exit 1; }
 STAMP=$(date +%Y-%m-%d-%H%M)
 OUT=${OUT:-bench/results/$STAMP$([ "$QUICK" = 1 ] && echo -quick || true).md}
 CLIENT_TIMEOUT=600 # seconds, for one client run
@@ -82,6 +94,13 @@ for bin in "$TOOLPULSE" "$UPSTREAM" "$CLIENT" $([ "$OTLP" = 1 ] && echo "$COLLEC
   [ -x "$bin" ] || die "$bin is missing (run without NO_BUILD=1)"
 done
 
+if [ "$BUS" = 1 ]; then
+  REDIS_SERVER=${REDIS_SERVER:-$(command -v redis-server || echo /usr/bin/redis-server)}
+  [ -x "$REDIS_SERVER" ] || die "BUS=1 needs redis-server (apt-get install redis-server)"
+  REDIS_CLI=$(dirname "$REDIS_SERVER")/redis-cli
+  [ -x "$REDIS_CLI" ] || REDIS_CLI=$(command -v redis-cli || true)
+fi
+
 NGINX=$(command -v nginx || true)
 [ -n "$NGINX" ] || NGINX=$([ -x /usr/sbin/nginx ] && echo /usr/sbin/nginx || true)
 if [ -z "$NGINX" ]; then
@@ -100,16 +119,23 @@ ulimit -n 16384 2>/dev/null || ulimit -n "$(ulimit -Hn)" || true
 # ---------------------------------------------------------------------------------------------
 # Processes, cleanup
 TMP=$(mktemp -d /tmp/toolpulse-bench.XXXXXX)
-UP_PID="" NGX_PID="" TP_PID="" TPO_PID="" COL_PID=""
+UP_PID="" NGX_PID="" COL_PID="" REDIS_PID=""
+# The toolpulse targets, a process each, pinned like nginx: toolpulse always; toolpulse-otlp
+# with OTLP=1; toolpulse-mcp and toolpulse-bus with BUS=1. Their pids and ports by target name;
+# each runs the benchmark's config plus its own section (target_toml).
+TP_TARGETS=(toolpulse)
+[ "$OTLP" = 1 ] && TP_TARGETS+=(toolpulse-otlp)
+[ "$BUS" = 1 ] && TP_TARGETS+=(toolpulse-mcp toolpulse-bus)
+declare -A TP_PID=() TP_PORT=() ADMIN_PORT=() MCP_PORT=()
 
 cleanup() {
-  local status=$?
+  local status=$? name
   trap - EXIT INT TERM
-  stop "$TP_PID"
-  stop "$TPO_PID"
+  for name in "${TP_TARGETS[@]}"; do stop "${TP_PID[$name]:-}"; done
   stop "$COL_PID"
   stop "$NGX_PID"
   stop "$UP_PID"
+  stop "$REDIS_PID"
   if [ "${KEEP_TMP:-0}" = 1 ]; then log "kept $TMP"; else rm -rf "$TMP"; fi
   exit "$status"
 }
@@ -118,12 +144,15 @@ trap 'exit 130' INT TERM
 
 pick_port UP_PORT
 pick_port NGX_PORT
-pick_port TP_PORT
-pick_port ADMIN_PORT
-if [ "$OTLP" = 1 ]; then
-  pick_port TPO_PORT
-  pick_port TPO_ADMIN_PORT
-  pick_port COL_PORT
+for name in "${TP_TARGETS[@]}"; do
+  pick_port port && TP_PORT[$name]=$port
+  pick_port port && ADMIN_PORT[$name]=$port
+done
+[ "$OTLP" = 1 ] && pick_port COL_PORT
+if [ "$BUS" = 1 ]; then
+  pick_port REDIS_PORT
+  pick_port port && MCP_PORT[toolpulse-mcp]=$port
+  pick_port port && MCP_PORT[toolpulse-bus]=$port
 fi
 
 start_upstream() {
@@ -191,18 +220,37 @@ kind = "mcp"
 output_patterns = ["^search failed: "]
 EOF
 
-start_toolpulse() {
-  local env=(RUST_LOG="$TP_LOG")
-  [ -n "${TP_WORKERS:-}" ] && env+=(TOKIO_WORKER_THREADS="$TP_WORKERS")
-  "${PIN_PROXY[@]}" env "${env[@]}" "$TOOLPULSE" --config "$TMP/toolpulse.toml" \
-    --upstream "http://127.0.0.1:$UP_PORT" --listen "127.0.0.1:$TP_PORT" \
-    --admin-listen "127.0.0.1:$ADMIN_PORT" >"$TMP/toolpulse.log" 2>&1 &
-  TP_PID=$!
-  wait_port "$TP_PORT" "$TP_PID" toolpulse
+# target_toml NAME: what the toolpulse target NAME adds to the benchmark's config.
+target_toml() {
+  case $1 in
+    toolpulse-otlp)
+      printf '\n[telemetry]\notlp_endpoint = "http://127.0.0.1:%s"\nservice_name = "toolpulse-bench"\n' \
+        "$COL_PORT"
+      ;;
+    # The MCP listener (no servers): every stream registers its open calls, in process...
+    toolpulse-mcp) printf '\n[mcp]\nlisten = "127.0.0.1:%s"\n' "${MCP_PORT[$1]}" ;;
+    # ... or in the Redis too.
+    toolpulse-bus)
+      printf '\n[mcp]\nlisten = "127.0.0.1:%s"\n\n[progress]\nbus = "redis://127.0.0.1:%s/0"\n' \
+        "${MCP_PORT[$1]}" "$REDIS_PORT"
+      ;;
+  esac
 }
 
-# The same toolpulse with span export on, to a receiver on the load CPU (like the upstream, so
-# decoding the spans is not counted as the proxy's work).
+# start_toolpulse [NAME]: the toolpulse target NAME (default toolpulse) with $TMP/NAME.toml.
+start_toolpulse() {
+  local name=${1:-toolpulse} env=(RUST_LOG="$TP_LOG")
+  [ "$name" = toolpulse ] || { cat "$TMP/toolpulse.toml" && target_toml "$name"; } >"$TMP/$name.toml"
+  [ -n "${TP_WORKERS:-}" ] && env+=(TOKIO_WORKER_THREADS="$TP_WORKERS")
+  "${PIN_PROXY[@]}" env "${env[@]}" "$TOOLPULSE" --config "$TMP/$name.toml" \
+    --upstream "http://127.0.0.1:$UP_PORT" --listen "127.0.0.1:${TP_PORT[$name]}" \
+    --admin-listen "127.0.0.1:${ADMIN_PORT[$name]}" >"$TMP/$name.log" 2>&1 &
+  TP_PID[$name]=$!
+  wait_port "${TP_PORT[$name]}" "${TP_PID[$name]}" "$name"
+}
+
+# The span receiver of toolpulse-otlp, on the load CPU (like the upstream, so decoding the spans
+# is not counted as the proxy's work).
 start_collector() {
   "${PIN_LOAD[@]}" "$COLLECTOR" --listen "127.0.0.1:$COL_PORT" --exit-after-s 3600 \
     >"$TMP/collector.log" 2>&1 &
@@ -210,17 +258,21 @@ start_collector() {
   wait_port "$COL_PORT" "$COL_PID" collector
 }
 
-start_toolpulse_otlp() {
-  cp "$TMP/toolpulse.toml" "$TMP/toolpulse-otlp.toml"
-  printf '\n[telemetry]\notlp_endpoint = "http://127.0.0.1:%s"\nservice_name = "toolpulse-bench"\n' \
-    "$COL_PORT" >>"$TMP/toolpulse-otlp.toml"
-  local env=(RUST_LOG="$TP_LOG")
-  [ -n "${TP_WORKERS:-}" ] && env+=(TOKIO_WORKER_THREADS="$TP_WORKERS")
-  "${PIN_PROXY[@]}" env "${env[@]}" "$TOOLPULSE" --config "$TMP/toolpulse-otlp.toml" \
-    --upstream "http://127.0.0.1:$UP_PORT" --listen "127.0.0.1:$TPO_PORT" \
-    --admin-listen "127.0.0.1:$TPO_ADMIN_PORT" >"$TMP/toolpulse-otlp.log" 2>&1 &
-  TPO_PID=$!
-  wait_port "$TPO_PORT" "$TPO_PID" toolpulse-otlp
+# Redis for BUS=1: on the load CPU (its CPU is reported apart, not as the proxy's), no
+# persistence, loopback only.
+start_redis() {
+  "${PIN_LOAD[@]}" "$REDIS_SERVER" --bind 127.0.0.1 --port "$REDIS_PORT" --save '' \
+    --appendonly no --dir "$TMP" --daemonize no >"$TMP/redis.log" 2>&1 &
+  REDIS_PID=$!
+  wait_port "$REDIS_PORT" "$REDIS_PID" redis
+}
+
+# redis_calls COMMAND: how many times Redis has run COMMAND (INFO commandstats; 0 before the
+# first), "-" without redis-cli.
+redis_calls() {
+  [ -n "$REDIS_CLI" ] || { echo "-"; return 0; }
+  "$REDIS_CLI" -h 127.0.0.1 -p "$REDIS_PORT" info commandstats 2>/dev/null | tr -d '\r' |
+    awk -F'[:=,]' -v f="cmdstat_$1" '$1 == f && $2 == "calls" { n = $3 } END { print n + 0 }'
 }
 
 # http_get PORT PATH: a loopback GET's body (bash's /dev/tcp: no curl needed).
@@ -228,6 +280,12 @@ http_get() {
   local response
   response=$(timeout 5 bash -c 'exec 3<>"/dev/tcp/127.0.0.1/$1" && printf "GET %s HTTP/1.0\r\nHost: x\r\n\r\n" "$2" >&3 && cat <&3' _ "$1" "$2" 2>/dev/null) || return 0
   printf '%s\n' "${response#*$'\r\n\r\n'}"
+}
+
+# tp_metric NAME METRIC: a metric of a toolpulse target (summed over its label sets), "-" if none.
+tp_metric() {
+  http_get "${ADMIN_PORT[$1]}" /metrics |
+    awk -v m="$2" '$1 == m || index($1, m "{") == 1 { s += $2; found = 1 } END { print found ? s : "-" }'
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -244,8 +302,7 @@ target_url() {
   case $1 in
     direct) echo "http://127.0.0.1:$UP_PORT/v1/responses" ;;
     nginx) echo "http://127.0.0.1:$NGX_PORT/v1/responses" ;;
-    toolpulse) echo "http://127.0.0.1:$TP_PORT/v1/responses" ;;
-    toolpulse-otlp) echo "http://127.0.0.1:$TPO_PORT/v1/responses" ;;
+    *) echo "http://127.0.0.1:${TP_PORT[$1]}/v1/responses" ;;
   esac
 }
 
@@ -253,8 +310,7 @@ target_pids() {
   case $1 in
     direct) ;;
     nginx) echo "$NGX_PID" && descendants "$NGX_PID" ;;
-    toolpulse) echo "$TP_PID" ;;
-    toolpulse-otlp) echo "$TPO_PID" ;;
+    *) echo "${TP_PID[$1]}" ;;
   esac
 }
 
@@ -281,26 +337,35 @@ run_client() {
   return 0
 }
 
-# measure PHASE TARGET SIZES...: one client run, with the proxy's CPU time and peak RSS.
+# measure PHASE TARGET SIZES...: one client run, with the proxy's CPU time and peak RSS. For
+# the bus targets, Redis's CPU and commands over the run too ($BUS_ROWS); $ROUND tags their files.
+BUS_ROWS=$TMP/bus.tsv
+: >"$BUS_ROWS"
+ROUND=""
 measure() {
-  local phase=$1 target=$2 pids c0 c1 u0 u1 t0 t1 hwm threads json
+  local phase=$1 target=$2 pids c0 c1 u0 u1 t0 t1 hwm threads json r0 r1 n0 n1
+  local run=$phase-$target${ROUND:+-$ROUND} redis=""
   shift 2
+  case $target in toolpulse-mcp | toolpulse-bus) redis=1 ;; esac
   mapfile -t pids < <(target_pids "$target")
   reset_hwm "${pids[@]}"
+  if [ -n "$redis" ]; then r0=$(ticks "$REDIS_PID") n0=$(redis_calls evalsha); fi
   c0=$(ticks "${pids[@]}")
   u0=$(ticks "$UP_PID")
   t0=$(date +%s%N)
-  run_client "$phase-$target" --url "$(target_url "$target")" $(client_args "$@")
+  run_client "$run" --url "$(target_url "$target")" $(client_args "$@")
   t1=$(date +%s%N)
   c1=$(ticks "${pids[@]}")
   u1=$(ticks "$UP_PID")
   hwm=$(status_kib VmHWM "${pids[@]}")
-  case $target in
-    toolpulse) threads=$(status_kib Threads "$TP_PID") ;;
-    toolpulse-otlp) threads=$(status_kib Threads "$TPO_PID") ;;
-    *) threads="-" ;;
-  esac
-  json=$TMP/$phase-$target.json
+  threads=$([ -n "${TP_PID[$target]:-}" ] && status_kib Threads "${TP_PID[$target]}" || echo "-")
+  json=$TMP/$run.json
+  if [ -n "$redis" ]; then
+    r1=$(ticks "$REDIS_PID") n1=$(redis_calls evalsha)
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$phase" "$target" "${ROUND:-1}" "$((c1 - c0))" \
+      "$(jnum upstream_events "$json")" "$((r1 - r0))" \
+      "$([ "$n0" = - ] && echo - || echo $((n1 - n0)))" >>"$BUS_ROWS"
+  fi
   printf '%s\t' "$phase" "$target" "$(jnum streams_ok "$json")" "$(jnum streams_failed "$json")" \
     "$(jnum upstream_events "$json")" "$(jnum injected_events "$json")" \
     "$(jnum events_per_s "$json")" "$(jnum latency_p50_us "$json")" \
@@ -318,7 +383,7 @@ rss_phase() {
   local target=$1 pids base peak=0 rss hwm client i active="-"
   case $target in
     nginx) stop "$NGX_PID" && start_nginx ;;
-    toolpulse) stop "$TP_PID" && start_toolpulse ;;
+    toolpulse) stop "${TP_PID[toolpulse]}" && start_toolpulse toolpulse ;;
   esac
   sleep 0.5
   mapfile -t pids < <(target_pids "$target")
@@ -331,9 +396,8 @@ rss_phase() {
     kill -0 "$client" 2>/dev/null || break
     rss=$(status_kib VmRSS "${pids[@]}")
     [ "$rss" -gt "$peak" ] && peak=$rss
-    if [ "$target" = toolpulse ] && [ "$i" = $(((RSS[6] + 2000) / 250)) ] && command -v curl >/dev/null; then
-      active=$(curl -s --max-time 2 "http://127.0.0.1:$ADMIN_PORT/metrics" |
-        awk '$1 == "toolpulse_streams_active" { print $2 }')
+    if [ "$target" = toolpulse ] && [ "$i" = $(((RSS[6] + 2000) / 250)) ]; then
+      active=$(tp_metric toolpulse toolpulse_streams_active)
     fi
     sleep 0.25
   done
@@ -351,19 +415,18 @@ rss_phase() {
 # ---------------------------------------------------------------------------------------------
 # The run
 LOADAVG=$(cut -d' ' -f1-3 /proc/loadavg)
-log "upstream :$UP_PORT, nginx :$NGX_PORT, toolpulse :$TP_PORT (admin :$ADMIN_PORT); pinning: $PIN"
+log "upstream :$UP_PORT, nginx :$NGX_PORT, toolpulse :${TP_PORT[toolpulse]} (admin :${ADMIN_PORT[toolpulse]}); pinning: $PIN"
 start_upstream
 start_nginx
-start_toolpulse
-TARGETS="direct nginx toolpulse"
-if [ "$OTLP" = 1 ]; then
-  start_collector
-  start_toolpulse_otlp
-  TARGETS="$TARGETS toolpulse-otlp"
+[ "$OTLP" = 1 ] && start_collector
+if [ "$BUS" = 1 ]; then
+  start_redis
+  log "BUS=1: redis :$REDIS_PORT; toolpulse-mcp :${TP_PORT[toolpulse-mcp]} (mcp :${MCP_PORT[toolpulse-mcp]}), toolpulse-bus :${TP_PORT[toolpulse-bus]} (mcp :${MCP_PORT[toolpulse-bus]})"
 fi
+for name in "${TP_TARGETS[@]}"; do start_toolpulse "$name"; done
 
 log "verify: every target's bodies against the regenerated upstream stream (invariants::check)"
-for target in $TARGETS; do
+for target in direct nginx "${TP_TARGETS[@]}"; do
   run_client "verify-$target" --url "$(target_url "$target")" --verify $(client_args "${VERIFY[@]}")
   log "  $target: $(jnum verified "$TMP/verify-$target.json") streams verified, $(jnum injected_events "$TMP/verify-$target.json") events injected"
 done
@@ -388,19 +451,35 @@ for phase in $PHASES; do
   if [ "$OTLP" = 1 ] && [ "$phase" = tools ]; then
     measure "$phase" toolpulse-otlp "${sizes[@]}"
   fi
+  if [ "$BUS" = 1 ] && [ "$phase" = tools ]; then
+    for ((round = 1; round <= BUS_ROUNDS; round++)); do
+      ROUND=$([ "$BUS_ROUNDS" -gt 1 ] && echo "$round" || true)
+      if ((round % 2)); then pair=(toolpulse-mcp toolpulse-bus); else pair=(toolpulse-bus toolpulse-mcp); fi
+      for target in "${pair[@]}"; do
+        measure "$phase" "$target" "${sizes[@]}"
+      done
+    done
+    ROUND=""
+    BUS_UP=$(tp_metric toolpulse-bus toolpulse_progress_bus_up)
+    BUS_ERRORS=$(tp_metric toolpulse-bus toolpulse_progress_bus_errors_total)
+    # A counter with no series yet: none counted (when the metrics could be read at all).
+    if [ "$BUS_ERRORS" = - ] && [ "$BUS_UP" != - ]; then BUS_ERRORS=0; fi
+    REDIS_KEYS=$([ -n "$REDIS_CLI" ] && "$REDIS_CLI" -h 127.0.0.1 -p "$REDIS_PORT" dbsize || echo "-")
+    log "  bus: toolpulse_progress_bus_up $BUS_UP, bus errors $BUS_ERRORS, keys left in Redis $REDIS_KEYS"
+  fi
 done
 
 # What became of the spans: toolpulse's own counters and what the receiver decoded.
 OTLP_SPANS=""
 if [ "$OTLP" = 1 ]; then
   sleep 1 # the export task's last batch (it waits up to 0.5 s to fill one)
-  OTLP_SPANS=$(http_get "$TPO_ADMIN_PORT" /metrics |
+  OTLP_SPANS=$(http_get "${ADMIN_PORT[toolpulse-otlp]}" /metrics |
     awk '/^toolpulse_telemetry_(spans|exports)_total/ { printf "%s%s", sep, $0; sep = "; " }')
   OTLP_RECEIVED=$(http_get "$COL_PORT" /count)
   log "otlp: $OTLP_SPANS; the receiver decoded $OTLP_RECEIVED spans"
 fi
 
-TP_THREADS=$(status_kib Threads "$TP_PID")
+TP_THREADS=$(status_kib Threads "${TP_PID[toolpulse]}")
 TP_WORKERS_SHOWN=${TP_WORKERS:-$("${PIN_PROXY[@]}" nproc) (the CPUs available to the process; 1 = a current-thread runtime)}
 
 # ---------------------------------------------------------------------------------------------
@@ -411,7 +490,7 @@ report() {
   cat <<EOF
 # toolpulse end-to-end benchmark, $(date '+%Y-%m-%d %H:%M %Z')
 
-- command: \`$([ "$QUICK" = 1 ] && echo "QUICK=1 ")$([ "$OTLP" = 1 ] && echo "OTLP=1 ")bash bench/run.sh\`$([ "$PHASES" != "flood paced tools rss" ] && echo " (PHASES=\"$PHASES\")")
+- command: \`$([ "$QUICK" = 1 ] && echo "QUICK=1 ")$([ "$OTLP" = 1 ] && echo "OTLP=1 ")$([ "$BUS" = 1 ] && echo "BUS=1 ")$([ "$BUS_ROUNDS" != 1 ] && echo "BUS_ROUNDS=$BUS_ROUNDS ")bash bench/run.sh\`$([ "$PHASES" != "flood paced tools rss" ] && echo " (PHASES=\"$PHASES\")")
 - machine: $CPUS CPUs ($(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)), $(awk '/^MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo), Linux $(uname -r); load average at start: $LOADAVG
 - toolpulse $(git rev-parse --short HEAD 2>/dev/null || echo "?")$dirty, one process, RUST_LOG=$TP_LOG, tokio worker threads: $TP_WORKERS_SHOWN; $TP_THREADS threads in all at the end
 - nginx $("$NGINX" -v 2>&1 | sed 's|.*/||'), one worker, proxy_buffering off, keep-alive HTTP/1.1 upstream, access_log off
@@ -477,6 +556,43 @@ EOF
   if [ -n "$OTLP_SPANS" ]; then
     echo
     echo "Spans (toolpulse-otlp's /metrics at the end): $OTLP_SPANS; the receiver decoded ${OTLP_RECEIVED:-?} spans."
+  fi
+  if [ "$BUS" = 1 ] && [ -s "$BUS_ROWS" ]; then
+    cat <<EOF
+
+The progress bus (BUS=1; issue 17), tools phase: toolpulse-mcp has an [mcp] listener, so every
+stream registers its open calls in the in-process registry; toolpulse-bus is the same with
+[progress] bus on a redis-server (v$("$REDIS_SERVER" --version | sed -n 's/.* v=\([^ ]*\).*/\1/p'), no persistence, on the load CPU), which mirrors
+each call's opening and closing into Redis. $BUS_ROUNDS round(s), alternating which goes first,
+summed. Redis CPU: redis-server's utime+stime over the target's run, per upstream event; scripts
+run: the EVALSHA calls Redis ran over that run (a registration or a removal each).
+
+| target | rounds | upstream events | CPU µs/event | Redis CPU µs/event | scripts run |
+|---|---|---|---|---|---|
+EOF
+    awk -F'\t' -v tck="$CLK_TCK" -v up="$BUS_UP" -v errors="$BUS_ERRORS" -v keys="$REDIS_KEYS" '
+      function per(ticks, events) { return events > 0 ? ticks / tck * 1e6 / events : 0 }
+      {
+        t = $2; if (!(t in ev)) names[++n] = t
+        rounds[t]++; cpu[t] += $4; ev[t] += $5; rcpu[t] += $6; cmds[t] = $7 == "-" ? "-" : cmds[t] + $7
+        round_cpu[t, $3] = per($4, $5); last = $3 > last ? $3 : last
+      }
+      END {
+        for (i = 1; i <= n; i++) {
+          t = names[i]
+          printf "| %s | %d | %d | %.2f | %.2f | %s |\n", t, rounds[t], ev[t], per(cpu[t], ev[t]),
+            per(rcpu[t], ev[t]), cmds[t]
+        }
+        m = "toolpulse-mcp"; b = "toolpulse-bus"
+        mc = per(cpu[m], ev[m]); bc = per(cpu[b], ev[b])
+        printf "\nCPU per event, toolpulse-bus / toolpulse-mcp: **%.3f×** (target ≤ 1.05×)", (mc > 0 ? bc / mc : 0)
+        if (mc > 0) printf "; counting Redis'"'"'s CPU too: %.3f×", (bc + per(rcpu[b], ev[b])) / (mc + per(rcpu[m], ev[m]))
+        if (last > 1) {
+          printf ". Per round:"
+          for (r = 1; r <= last; r++) printf " %.3f×", (round_cpu[m, r] > 0 ? round_cpu[b, r] / round_cpu[m, r] : 0)
+        }
+        printf ".\nAt the end: toolpulse_progress_bus_up %s, bus errors (toolpulse_progress_bus_errors_total) %s, keys left in Redis %s.\n", up, errors, keys
+      }' "$BUS_ROWS"
   fi
   if [ -s "$RSS_ROWS" ]; then
     cat <<EOF
