@@ -402,13 +402,17 @@ impl Parser {
 /// chunk be parsed in place.
 fn bytes_to_end_an_event(prev: Option<u8>, next: &[u8]) -> usize {
     let is_eol = |b: u8| b == b'\n' || b == b'\r';
-    let mut prev = prev;
-    for (i, &b) in next.iter().enumerate() {
-        if is_eol(b) && prev.is_some_and(is_eol) {
-            let end = if b == b'\r' { i + 2 } else { i + 1 };
+    let mut from = 0;
+    // From line ending to line ending (memchr), not byte by byte: a long event held across
+    // many chunks is scanned at memchr's speed.
+    while let Some(i) = memchr::memchr2(b'\n', b'\r', &next[from..]) {
+        let p = from + i;
+        let before = if p == 0 { prev } else { Some(next[p - 1]) };
+        if before.is_some_and(is_eol) {
+            let end = if next[p] == b'\r' { p + 2 } else { p + 1 };
             return end.min(next.len());
         }
-        prev = Some(b);
+        from = p + 1;
     }
     next.len()
 }
