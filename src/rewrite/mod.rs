@@ -280,11 +280,7 @@ impl Rewriter {
             return;
         };
         let data = &self.origin[range];
-        if data.len() <= MAX_UNREAD_COPY {
-            self.unread_last.extend_from_slice(data);
-        } else if let Ok(reading) = responses::read(data) {
-            self.unread_number = reading.sequence_number.map(|n| n.value);
-        }
+        copy_unread(data, &mut self.unread_last, &mut self.unread_number);
     }
 
     /// Upstream ended (EOF or disconnect): closes the calls still open and returns the last
@@ -439,10 +435,8 @@ impl Rewriter {
             if let (Cow::Borrowed(data), true) = (&data, self.in_origin(event.raw())) {
                 let start = data.as_ptr() as usize - self.origin.as_ptr() as usize;
                 self.unread_in_origin = Some(start..start + data.len());
-            } else if data.len() <= MAX_UNREAD_COPY {
-                self.unread_last.extend_from_slice(&data);
-            } else if let Ok(reading) = responses::read(&data) {
-                self.unread_number = reading.sequence_number.map(|n| n.value);
+            } else {
+                copy_unread(&data, &mut self.unread_last, &mut self.unread_number);
             }
             return;
         }
@@ -741,6 +735,16 @@ impl Rewriter {
         self.begin_unnumbered();
         self.tracker.finish(now, &mut self.transitions);
         self.inject(now);
+    }
+}
+
+/// Keeps an unread event's data for [`Rewriter::begin_unnumbered`]: a copy into `last`, or,
+/// for data too large to copy, its number read now into `number`.
+fn copy_unread(data: &[u8], last: &mut Vec<u8>, number: &mut Option<u64>) {
+    if data.len() <= MAX_UNREAD_COPY {
+        last.extend_from_slice(data);
+    } else if let Ok(reading) = responses::read(data) {
+        *number = reading.sequence_number.map(|n| n.value);
     }
 }
 
