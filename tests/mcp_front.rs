@@ -15,15 +15,10 @@ use std::time::Duration;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
-use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock,
-    ProgressNotificationParam, ServerCapabilities, ServerConfig,
-};
-use rmcp::service::{NotificationContext, RequestContext};
+use rmcp::model::{CallToolRequestParams, ProgressNotificationParam};
+use rmcp::service::NotificationContext;
 use rmcp::transport::StreamableHttpClientTransport;
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
-use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
-use rmcp::{ClientHandler, ErrorData, RoleClient, RoleServer, ServerHandler, ServiceExt};
+use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use serde_json::{Value, json};
 use toolpulse::Config;
 use toolpulse::mcp::{Front, server};
@@ -119,50 +114,7 @@ impl ProgressHub for RecordingHub {
 }
 
 // ---------------------------------------------------------------------------------------------
-// A real MCP server: tool `steps` reports "step k/n" when the call carries a progress token.
-
-#[derive(Clone)]
-struct Steps;
-
-impl ServerHandler for Steps {
-    fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-    }
-
-    async fn call_tool(
-        &self,
-        request: CallToolRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
-        let n = request
-            .arguments
-            .as_ref()
-            .and_then(|a| a.get("n"))
-            .and_then(Value::as_u64)
-            .unwrap_or(1);
-        if let Some(token) = context.meta.get_progress_token() {
-            for k in 1..=n {
-                let step = ProgressNotificationParam::new(token.clone(), k as f64)
-                    .with_total(n as f64)
-                    .with_message(format!("step {k}/{n}"));
-                let _ = context.peer.notify_progress(step).await;
-            }
-        }
-        let text = format!("did {n} steps");
-        Ok(CallToolResult::success(vec![ContentBlock::text(text)]).into())
-    }
-}
-
-async fn start_mcp_server() -> SocketAddr {
-    let config = StreamableHttpServerConfig::default().with_sse_keep_alive(None);
-    let service: StreamableHttpService<Steps, LocalSessionManager> =
-        StreamableHttpService::new(|| Ok(Steps), Arc::default(), config);
-    serve_http(move |request| {
-        let service = service.clone();
-        async move { service.handle(request).await }
-    })
-    .await
-}
+// Plain HTTP servers.
 
 /// Serves `answer` on a loopback port over HTTP/1.1 until the test ends.
 async fn serve_http<F, Fut, B>(answer: F) -> SocketAddr
@@ -334,7 +286,7 @@ fn steps(n: u64) -> Vec<Progress> {
 
 #[tokio::test]
 async fn a_call_without_a_token_gets_toolpulses_and_no_notification_reaches_the_gateway() {
-    let server = start_mcp_server().await;
+    let server = common::steps::start_mcp_server().await;
     let hub = RecordingHub::new();
     let (front, metrics) = start_front(config(server, None), hub.clone()).await;
     let client = http_client();
@@ -406,7 +358,7 @@ async fn a_call_without_a_token_gets_toolpulses_and_no_notification_reaches_the_
 
 #[tokio::test]
 async fn the_gateways_own_token_gets_every_notification_and_meta_traceparent_wins() {
-    let server = start_mcp_server().await;
+    let server = common::steps::start_mcp_server().await;
     let hub = RecordingHub::new();
     let (front, _) = start_front(config(server, None), hub.clone()).await;
     let client = http_client();
@@ -461,7 +413,7 @@ async fn rmcp_client_through_the_front() {
         }
     }
 
-    let server = start_mcp_server().await;
+    let server = common::steps::start_mcp_server().await;
     let hub = RecordingHub::new();
     let (front, _) = start_front(config(server, None), hub.clone()).await;
     let call = || {
@@ -506,7 +458,7 @@ async fn rmcp_client_through_the_front() {
 
 #[tokio::test]
 async fn session_get_stream_and_delete_are_forwarded() {
-    let server = start_mcp_server().await;
+    let server = common::steps::start_mcp_server().await;
     let (front, _) = start_front(config(server, None), RecordingHub::new()).await;
     let client = http_client();
     let url = format!("http://{front}/srv");
@@ -841,7 +793,7 @@ async fn a_real_servers_progress_reaches_the_client_stream_and_not_the_gateway()
     use toolpulse::progress::local::LocalHub;
     use toolpulse::proxy::Proxy;
 
-    let mcp = start_mcp_server().await;
+    let mcp = common::steps::start_mcp_server().await;
     // The gateway: the model calls srv_steps, the stream waits while the tool runs.
     let release = Arc::new(tokio::sync::Notify::new());
     let ev = |json: Value| format!("data: {json}\n\n").into_bytes();

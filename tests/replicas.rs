@@ -26,80 +26,14 @@ use common::redis_server::RedisServer;
 use common::{HttpClient, http_client, read_all, read_until};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
-use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock,
-    ProgressNotificationParam, ServerCapabilities, ServerConfig,
-};
-use rmcp::service::RequestContext;
+use rmcp::ServiceExt;
+use rmcp::model::CallToolRequestParams;
 use rmcp::transport::StreamableHttpClientTransport;
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
-use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
-use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 
 const WAIT: Duration = Duration::from_secs(15);
 const PROTOCOL: &str = "2025-06-18";
-
-// ---------------------------------------------------------------------------------------------
-// A real MCP server: `steps` reports "step k/n", `delay_ms` apart, when the call has a token.
-
-#[derive(Clone)]
-struct Steps;
-
-impl ServerHandler for Steps {
-    fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-    }
-
-    async fn call_tool(
-        &self,
-        request: CallToolRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
-        let arg = |name: &str| {
-            let value = request.arguments.as_ref().and_then(|a| a.get(name));
-            value.and_then(Value::as_u64).unwrap_or(0)
-        };
-        let (n, delay) = (arg("n").max(1), Duration::from_millis(arg("delay_ms")));
-        if let Some(token) = context.meta.get_progress_token() {
-            for k in 1..=n {
-                tokio::time::sleep(delay).await;
-                let step = ProgressNotificationParam::new(token.clone(), k as f64)
-                    .with_total(n as f64)
-                    .with_message(format!("step {k}/{n}"));
-                let _ = context.peer.notify_progress(step).await;
-            }
-        }
-        let text = format!("did {n} steps");
-        Ok(CallToolResult::success(vec![ContentBlock::text(text)]).into())
-    }
-}
-
-async fn start_mcp_server() -> SocketAddr {
-    let config = StreamableHttpServerConfig::default().with_sse_keep_alive(None);
-    let service: StreamableHttpService<Steps, LocalSessionManager> =
-        StreamableHttpService::new(|| Ok(Steps), Arc::default(), config);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    tokio::spawn(async move {
-        while let Ok((stream, _)) = listener.accept().await {
-            let service = service.clone();
-            tokio::spawn(async move {
-                let answer = hyper::service::service_fn(move |request| {
-                    let service = service.clone();
-                    async move { Ok::<_, std::convert::Infallible>(service.handle(request).await) }
-                });
-                let _ = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(hyper_util::rt::TokioIo::new(stream), answer)
-                    .await;
-            });
-        }
-    });
-    addr
-}
 
 // ---------------------------------------------------------------------------------------------
 // The gateway: each request's `metadata` names the function_call (`call_id`, `arguments`) and
@@ -448,7 +382,10 @@ async fn progress_reaches_the_stream_through_the_other_replica_in_order() {
     let Some(redis) = RedisServer::start(test) else {
         return;
     };
-    let (calls, mcp) = (start_gateway().await, start_mcp_server().await);
+    let (calls, mcp) = (
+        start_gateway().await,
+        common::steps::start_mcp_server().await,
+    );
     let a = Toolpulse::start(&redis, "t1", &calls.gateway.url(), mcp);
     let b = Toolpulse::start(&redis, "t1", &calls.gateway.url(), mcp);
     listening_replicas(&redis, "t1", &[&a, &b]).await;
@@ -492,7 +429,10 @@ async fn identical_calls_on_two_replicas_get_progress_only_by_trace_id() {
     let Some(redis) = RedisServer::start(test) else {
         return;
     };
-    let (mut calls, mcp) = (start_gateway().await, start_mcp_server().await);
+    let (mut calls, mcp) = (
+        start_gateway().await,
+        common::steps::start_mcp_server().await,
+    );
     let a = Toolpulse::start(&redis, "t2", &calls.gateway.url(), mcp);
     let b = Toolpulse::start(&redis, "t2", &calls.gateway.url(), mcp);
     listening_replicas(&redis, "t2", &[&a, &b]).await;
@@ -535,7 +475,10 @@ async fn a_redis_outage_never_harms_streams_and_the_bus_comes_back() {
     let Some(mut redis) = RedisServer::start(test) else {
         return;
     };
-    let (mut calls, mcp) = (start_gateway().await, start_mcp_server().await);
+    let (mut calls, mcp) = (
+        start_gateway().await,
+        common::steps::start_mcp_server().await,
+    );
     let a = Toolpulse::start(&redis, "t3", &calls.gateway.url(), mcp);
     let b = Toolpulse::start(&redis, "t3", &calls.gateway.url(), mcp);
     listening_replicas(&redis, "t3", &[&a, &b]).await;
@@ -590,7 +533,10 @@ async fn closed_calls_leave_no_keys_and_a_killed_replicas_keys_expire() {
     let Some(redis) = RedisServer::start(test) else {
         return;
     };
-    let (calls, mcp) = (start_gateway().await, start_mcp_server().await);
+    let (calls, mcp) = (
+        start_gateway().await,
+        common::steps::start_mcp_server().await,
+    );
     let mut a = Toolpulse::start(&redis, "t4", &calls.gateway.url(), mcp);
     listening_replicas(&redis, "t4", &[&a]).await;
 

@@ -94,6 +94,7 @@ pub fn split_at<'a>(input: &'a [u8], points: &[usize]) -> Vec<&'a [u8]> {
 pub mod gateway;
 pub mod otlp;
 pub mod redis_server;
+pub mod steps;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
