@@ -289,3 +289,50 @@ async fn closed_calls_leave_no_keys_and_every_key_has_a_ttl() {
     until("no keys are left", || redis.keys(PREFIX).is_empty()).await;
     assert!(!a.metrics.encode().contains("progress_bus_errors_total{"));
 }
+
+/// How many times Redis ran a registry script (EVALSHA) so far.
+fn scripts_run(redis: &RedisServer) -> u64 {
+    let info: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query(&mut redis.connection())
+        .expect("INFO");
+    let calls = info
+        .lines()
+        .find_map(|line| line.strip_prefix("cmdstat_evalsha:calls="))
+        .map(|rest| rest.split(',').next().unwrap_or("0"));
+    calls.map_or(0, |n| n.parse().expect("a count"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_that_opens_and_closes_within_the_batch_window_never_reaches_redis() {
+    let Some(redis) = RedisServer::start(
+        "a_call_that_opens_and_closes_within_the_batch_window_never_reaches_redis",
+    ) else {
+        return;
+    };
+    let a = replica(&redis, WAIT).await;
+    let streams = a.hub.streams();
+    let stream = streams.stream(None);
+    // The first pipeline finds the scripts not loaded (a NOSCRIPT call each) and runs again.
+    stream.call_running("warm", "search", "{}");
+    registered(&redis, "warm").await;
+    let before = scripts_run(&redis);
+    for i in 0..20 {
+        let call = format!("brief_{i}");
+        stream.call_running(&call, "search", "{}");
+        stream.call_finished(&call);
+    }
+    // Opened together: registered together, one script each.
+    for i in 0..20 {
+        stream.call_running(&format!("kept_{i}"), "search", &format!(r#"{{"i":{i}}}"#));
+    }
+    registered(&redis, "kept_19").await;
+    assert_eq!(
+        scripts_run(&redis) - before,
+        20,
+        "only the calls still open are sent"
+    );
+    assert!(!redis.keys(PREFIX).iter().any(|(k, _)| k.contains("brief_")));
+    drop(stream);
+    until("no keys are left", || redis.keys(PREFIX).is_empty()).await;
+}

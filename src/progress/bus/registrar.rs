@@ -2,10 +2,11 @@
 //! streams, off the streams' tasks.
 //!
 //! Streams report opens and closes through a bounded queue ([`MAX_QUEUED_CHANGES`]; a full
-//! queue drops the change and counts it, the stream never waits). The registrar applies them
-//! in batches (one pipeline each), refreshes every registration before its TTL runs out, and
-//! after an outage registers every call still open again and removes the ones that closed
-//! meanwhile. It also probes a bus that is down, with back-off.
+//! queue drops the change and counts it, the stream never waits). The registrar gathers them
+//! for [`BATCH_WINDOW`] and sends each batch as one pipeline (a call that opens and closes
+//! within one window never reaches Redis), refreshes every registration before its TTL runs
+//! out, and after an outage registers every call still open again and removes the ones that
+//! closed meanwhile. It also probes a bus that is down, with back-off.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -27,8 +28,14 @@ pub const REGISTRATION_TTL: Duration = Duration::from_secs(120);
 pub const REFRESH_EVERY: Duration = Duration::from_secs(30);
 /// Opens and closes waiting for the registrar; beyond it they are dropped and counted.
 pub const MAX_QUEUED_CHANGES: usize = 4096;
-/// Changes applied in one pipeline.
+/// Changes applied in one pipeline; a full batch is sent at once.
 pub const MAX_BATCH: usize = 256;
+/// How long the first change of a batch waits for others to share its pipeline. One round
+/// trip to Redis costs the replica more CPU than the scripts it carries (a write, a read and
+/// two task wake-ups), so gathering matters under load. A call's registration reaches Redis
+/// this much later: a binding waits for it (`bind_window_ms`), a `POST /v1/progress` by tool
+/// name from another replica in that time finds nothing.
+pub const BATCH_WINDOW: Duration = Duration::from_millis(20);
 /// Calls registered at once by one replica (its streams' open calls); beyond it, not shared.
 pub const MAX_REGISTERED_CALLS: usize = 65_536;
 /// Calls that closed while the bus was down, removed once it is back; beyond it, their
@@ -97,10 +104,20 @@ impl Observer for Changes {
     }
 }
 
+type CallKey = (u64, String);
+
+/// One command of a batch not sent yet.
+enum Pending {
+    Register(CallKey),
+    Unregister(Registration),
+}
+
 pub struct Registrar {
     link: Arc<Link>,
     changes: mpsc::Receiver<Change>,
-    open: HashMap<(u64, String), Registration>,
+    open: HashMap<CallKey, Registration>,
+    /// Gathered for the next pipeline, in order; at most [`MAX_BATCH`].
+    batch: Vec<Pending>,
     /// Closed while the bus was down.
     removals: Vec<Registration>,
     backoff: Duration,
@@ -112,6 +129,7 @@ impl Registrar {
             link,
             changes,
             open: HashMap::new(),
+            batch: Vec::with_capacity(MAX_BATCH),
             removals: Vec::new(),
             backoff: BACKOFF_MIN,
         }
@@ -121,12 +139,28 @@ impl Registrar {
     pub async fn run(mut self) {
         // Probe at once: the bus is reached for the first time.
         let mut next = Instant::now();
+        let mut send_at: Option<Instant> = None;
         loop {
             tokio::select! {
                 change = self.changes.recv() => match change {
-                    Some(change) => self.apply(change).await,
-                    None => return,
+                    Some(change) => {
+                        self.record(change);
+                        if self.batch.len() >= MAX_BATCH {
+                            self.send_batch().await;
+                            send_at = None;
+                        } else if send_at.is_none() && !self.batch.is_empty() {
+                            send_at = Some(Instant::now() + BATCH_WINDOW);
+                        }
+                    }
+                    None => {
+                        self.send_batch().await;
+                        return;
+                    }
                 },
+                () = sleep_until(send_at), if send_at.is_some() => {
+                    self.send_batch().await;
+                    send_at = None;
+                }
                 () = tokio::time::sleep_until(next) => next = Instant::now() + self.tick().await,
                 () = self.link.went_down.notified() => next = Instant::now() + BACKOFF_MIN,
             }
@@ -155,48 +189,66 @@ impl Registrar {
         REFRESH_EVERY
     }
 
-    /// Applies `first` and whatever else is queued (up to a batch) in one pipeline.
-    async fn apply(&mut self, first: Change) {
-        let mut pipe = redis::pipe();
-        let mut change = Some(first);
-        let mut batched = 0;
-        while let Some(next) = change.take() {
-            if let Some(command) = self.record(next) {
-                pipe.add_command(command);
-            }
-            batched += 1;
-            if batched < MAX_BATCH {
-                change = self.changes.try_recv().ok();
-            }
-        }
-        if self.link.is_up() && !pipe.is_empty() {
-            self.query(pipe, "register").await;
-        }
-    }
-
-    /// Notes a change; the command that applies it, when the bus is up.
-    fn record(&mut self, change: Change) -> Option<Cmd> {
+    /// Notes a change, and gathers the command that applies it when the bus is up.
+    fn record(&mut self, change: Change) {
         match change {
             Change::Opened(registration) => {
                 let key = (registration.stream, registration.call_id.clone());
                 if self.open.len() >= MAX_REGISTERED_CALLS && !self.open.contains_key(&key) {
                     self.link.count_error("register", 1);
-                    return None;
+                    return;
                 }
-                let command = self.register(&registration);
-                self.open.insert(key, registration);
-                self.link.is_up().then_some(command)
+                self.open.insert(key.clone(), registration);
+                if self.link.is_up() {
+                    self.batch.push(Pending::Register(key));
+                }
             }
             Change::Closed { stream, call_id } => {
-                let registration = self.open.remove(&(stream, call_id))?;
-                if self.link.is_up() {
-                    return Some(self.unregister(&registration));
-                }
-                if self.removals.len() < MAX_PENDING_REMOVALS {
+                let key = (stream, call_id);
+                let Some(registration) = self.open.remove(&key) else {
+                    return;
+                };
+                let unsent = self
+                    .batch
+                    .iter()
+                    .position(|p| matches!(p, Pending::Register(k) if *k == key));
+                if let Some(unsent) = unsent {
+                    self.batch.remove(unsent);
+                } else if self.link.is_up() {
+                    self.batch.push(Pending::Unregister(registration));
+                } else if self.removals.len() < MAX_PENDING_REMOVALS {
                     self.removals.push(registration);
                 }
-                None
             }
+        }
+    }
+
+    /// Sends the gathered commands in one pipeline. When the bus went down meanwhile, the
+    /// opens are registered again once it is back (they are in `open`), the closes removed.
+    async fn send_batch(&mut self) {
+        if self.batch.is_empty() {
+            return;
+        }
+        let mut pipe = redis::pipe();
+        for pending in std::mem::take(&mut self.batch) {
+            match pending {
+                Pending::Register(key) => {
+                    if let Some(registration) = self.open.get(&key) {
+                        pipe.add_command(self.register(registration));
+                    }
+                }
+                Pending::Unregister(registration) if self.link.is_up() => {
+                    pipe.add_command(self.unregister(&registration));
+                }
+                Pending::Unregister(registration) => {
+                    if self.removals.len() < MAX_PENDING_REMOVALS {
+                        self.removals.push(registration);
+                    }
+                }
+            }
+        }
+        if self.link.is_up() {
+            self.query(pipe, "register").await;
         }
     }
 
@@ -270,6 +322,14 @@ impl Registrar {
                 false
             }
         }
+    }
+}
+
+/// Sleeps until `at`; never wakes without one.
+async fn sleep_until(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
     }
 }
 
