@@ -16,11 +16,11 @@ use std::task::{Context, Poll, ready};
 
 use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
-use hyper::body::Incoming;
 use tokio::time::{Instant, Sleep};
 use tokio_util::sync::WaitForCancellationFutureOwned;
 
 use super::log::{RequestLog, StreamEnd};
+use super::upstream::UpstreamBody;
 use crate::metrics::EventType;
 use crate::progress::local::StreamHandle;
 use crate::rewrite::{Observation, Rewriter};
@@ -36,7 +36,7 @@ pub struct ProxyBody {
 }
 
 enum Inner {
-    Passthrough(Incoming),
+    Passthrough(UpstreamBody),
     Rewritten(Box<RewriteBody>),
     Full(Option<Bytes>),
 }
@@ -49,7 +49,7 @@ impl ProxyBody {
         }
     }
 
-    pub fn passthrough(upstream: Incoming, log: RequestLog) -> Self {
+    pub fn passthrough(upstream: UpstreamBody, log: RequestLog) -> Self {
         ProxyBody {
             inner: Inner::Passthrough(upstream),
             log: Some(log),
@@ -57,7 +57,7 @@ impl ProxyBody {
     }
 
     pub fn rewritten(
-        upstream: Incoming,
+        upstream: UpstreamBody,
         rewriter: Rewriter,
         drain: WaitForCancellationFutureOwned,
         unconfigured: Arc<Reported>,
@@ -129,7 +129,7 @@ enum State {
 
 /// An upstream event stream, rewritten chunk by chunk.
 pub struct RewriteBody {
-    upstream: Incoming,
+    upstream: UpstreamBody,
     rewriter: Rewriter,
     /// Armed at the rewriter's next heartbeat time while the upstream is quiet.
     heartbeat: Pin<Box<Sleep>>,
@@ -151,7 +151,7 @@ pub struct RewriteBody {
 
 impl RewriteBody {
     fn new(
-        upstream: Incoming,
+        upstream: UpstreamBody,
         rewriter: Rewriter,
         drain: WaitForCancellationFutureOwned,
         unconfigured: Arc<Reported>,

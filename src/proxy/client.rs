@@ -1,7 +1,9 @@
-//! The upstream client: pooled keep-alive connections (at most [`POOL_MAX_IDLE`] idle, for
-//! [`POOL_IDLE_TIMEOUT`]) over `http://` or `https://` (rustls with the platform's roots plus an
-//! optional private CA), HTTP/1.1 or HTTP/2 by ALPN, TCP_NODELAY, a connect timeout. Response-header timeouts are the caller's (`tokio::time::timeout`); streams
-//! have no total time limit.
+//! Connecting to upstreams: `http://` or `https://` (rustls with the platform's roots plus an
+//! optional private CA), HTTP/1.1 or HTTP/2 by ALPN, TCP_NODELAY, a connect timeout. The proxy
+//! path uses [`connector`] through its own client ([`super::upstream`]); the MCP front uses
+//! hyper-util's pooled client ([`build`]: at most [`POOL_MAX_IDLE`] idle connections, for
+//! [`POOL_IDLE_TIMEOUT`]). Response-header timeouts are the caller's (`tokio::time::timeout`);
+//! streams have no total time limit.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -28,9 +30,19 @@ const POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 const POOL_MAX_IDLE: usize = 128;
 /// The most an upstream connection reads at once (hyper's default grows to ~400 KiB): a flooding
 /// stream then holds at most this much in one read, and the rewriter's output follows suit.
-const READ_BUF_MAX: usize = 64 * 1024;
+pub(super) const READ_BUF_MAX: usize = 64 * 1024;
 
 pub fn build(config: &ProxyConfig) -> anyhow::Result<Upstream> {
+    Ok(Client::builder(TokioExecutor::new())
+        .pool_idle_timeout(POOL_IDLE_TIMEOUT)
+        .pool_max_idle_per_host(POOL_MAX_IDLE)
+        .http1_max_buf_size(READ_BUF_MAX)
+        .build(connector(config)?))
+}
+
+/// TCP (TCP_NODELAY, the connect timeout), then TLS for `https://` with ALPN `h2` and
+/// `http/1.1`.
+pub fn connector(config: &ProxyConfig) -> anyhow::Result<HttpsConnector<HttpConnector>> {
     let mut http = HttpConnector::new();
     http.enforce_http(false);
     http.set_nodelay(true);
@@ -42,11 +54,7 @@ pub fn build(config: &ProxyConfig) -> anyhow::Result<Upstream> {
         .enable_http1()
         .enable_http2()
         .wrap_connector(http);
-    Ok(Client::builder(TokioExecutor::new())
-        .pool_idle_timeout(POOL_IDLE_TIMEOUT)
-        .pool_max_idle_per_host(POOL_MAX_IDLE)
-        .http1_max_buf_size(READ_BUF_MAX)
-        .build(https))
+    Ok(https)
 }
 
 pub(crate) fn tls_config(extra_ca: Option<&Path>) -> anyhow::Result<rustls::ClientConfig> {

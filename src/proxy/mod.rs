@@ -14,6 +14,7 @@ pub mod headers;
 pub mod log;
 pub mod request_body;
 pub mod server;
+pub mod upstream;
 
 use std::net::SocketAddr;
 use std::sync::{Arc, RwLock};
@@ -46,7 +47,7 @@ const TRACEPARENT: &str = "traceparent";
 pub struct Proxy {
     config: RwLock<Arc<Config>>,
     upstream: Uri,
-    client: client::Upstream,
+    client: upstream::Upstream,
     metrics: Arc<Metrics>,
     /// The tools without a `[[tools]]` rule already logged.
     unconfigured: Arc<unconfigured::Reported>,
@@ -64,7 +65,7 @@ impl Proxy {
         let upstream = config.proxy.upstream.clone().ok_or_else(|| {
             anyhow::anyhow!("no upstream: set [proxy] upstream or pass --upstream URL")
         })?;
-        let client = client::build(&config.proxy)?;
+        let client = upstream::Upstream::new(&config.proxy)?;
         Ok(Proxy {
             config: RwLock::new(config),
             upstream,
@@ -97,6 +98,11 @@ impl Proxy {
             .read()
             .expect("config lock is never poisoned: no panics while held")
             .clone()
+    }
+
+    /// The connections to the upstream.
+    pub fn upstream(&self) -> &upstream::Upstream {
+        &self.client
     }
 
     pub fn metrics(&self) -> &Arc<Metrics> {
@@ -231,16 +237,12 @@ impl Proxy {
         let response = match tokio::time::timeout(timeout, pending).await {
             Ok(Ok(response)) => response,
             Ok(Err(e)) => {
-                let kind = if e.is_connect() {
-                    ProxyError::Unreachable
-                } else {
-                    ProxyError::Upstream
+                let kind = match e {
+                    upstream::UpstreamError::Connect(_) => ProxyError::Unreachable,
+                    _ => ProxyError::Upstream,
                 };
-                return self.fail(
-                    kind,
-                    &format!("upstream request failed: {}", error_chain(&e)),
-                    log,
-                );
+                let message = format!("upstream request failed: {}", error_chain(&e));
+                return self.fail(kind, &message, log);
             }
             Err(_) => {
                 let message = format!(
@@ -305,14 +307,4 @@ impl Proxy {
     }
 }
 
-/// An error with its sources, on one line.
-fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(e) = source {
-        text.push_str(": ");
-        text.push_str(&e.to_string());
-        source = e.source();
-    }
-    text
-}
+use upstream::error_chain;

@@ -102,6 +102,8 @@ pub struct Gateway {
     pub requests: mpsc::UnboundedReceiver<Recorded>,
     /// One message per connection the proxy closed during `WaitForClose`.
     pub closed: mpsc::UnboundedReceiver<()>,
+    /// Connections accepted so far.
+    pub accepted: Arc<AtomicU64>,
 }
 
 impl Gateway {
@@ -111,8 +113,11 @@ impl Gateway {
         let (req_tx, requests) = mpsc::unbounded_channel();
         let (closed_tx, closed) = mpsc::unbounded_channel();
         let handler = Arc::new(handler);
+        let accepted = Arc::new(AtomicU64::new(0));
+        let counter = accepted.clone();
         tokio::spawn(async move {
             while let Ok((stream, _)) = listener.accept().await {
+                counter.fetch_add(1, Ordering::Relaxed);
                 let (handler, req_tx, closed_tx) =
                     (handler.clone(), req_tx.clone(), closed_tx.clone());
                 tokio::spawn(async move {
@@ -131,6 +136,7 @@ impl Gateway {
             addr,
             requests,
             closed,
+            accepted,
         }
     }
 

@@ -1,0 +1,140 @@
+//! Idle HTTP/1 connections to the upstream, kept for the next request like nginx's `keepalive`:
+//! at most [`POOL_MAX_IDLE`], each for at most [`POOL_IDLE_TIMEOUT`], the most recently used
+//! first. A connection is checked for closure (driven once) before it is handed out; while
+//! connections wait, a reaper closes the expired and the closed ones every [`REAP_EVERY`].
+//!
+//! Written here rather than taken from hyper-util: its pool comes with its client, which gives
+//! every connection a task of its own (see the module above).
+
+use std::collections::VecDeque;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Waker};
+use std::time::Duration;
+
+use hyper::client::conn::http1;
+use tokio::time::Instant;
+
+use super::Conn;
+use crate::proxy::request_body::RequestBody;
+
+/// Idle connections closed after this long (gateways often close at 60–120 s).
+pub const POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
+/// At most this many idle connections are kept: after a burst of streams the rest close at
+/// once instead of holding file descriptors until the idle timeout.
+pub const POOL_MAX_IDLE: usize = 128;
+/// How often waiting connections are checked (the upstream may close them).
+pub const REAP_EVERY: Duration = Duration::from_secs(10);
+
+/// A connection with no request on it.
+pub struct Idle {
+    pub sender: http1::SendRequest<RequestBody>,
+    pub conn: Conn,
+    since: Instant,
+}
+
+impl Idle {
+    pub fn new(sender: http1::SendRequest<RequestBody>, conn: Conn) -> Idle {
+        Idle {
+            sender,
+            conn,
+            since: Instant::now(),
+        }
+    }
+
+    /// Whether the connection can still take a request: drives it once (reading what the
+    /// upstream sent: a close, a reset) without waiting.
+    fn is_open(&mut self) -> bool {
+        if self.sender.is_closed() {
+            return false;
+        }
+        let mut cx = Context::from_waker(Waker::noop());
+        Pin::new(&mut self.conn).poll(&mut cx).is_pending()
+    }
+
+    fn expired(&self, now: Instant) -> bool {
+        now.saturating_duration_since(self.since) >= POOL_IDLE_TIMEOUT
+    }
+}
+
+#[derive(Default)]
+pub struct Pool {
+    /// Oldest first.
+    idle: Mutex<VecDeque<Idle>>,
+    reaping: AtomicBool,
+}
+
+impl Pool {
+    fn idle(&self) -> std::sync::MutexGuard<'_, VecDeque<Idle>> {
+        self.idle
+            .lock()
+            .expect("never poisoned: no panics while held")
+    }
+
+    pub fn len(&self) -> usize {
+        self.idle().len()
+    }
+
+    /// The most recently used connection that is still open.
+    pub fn take(&self) -> Option<Idle> {
+        let now = Instant::now();
+        loop {
+            let mut candidate = self.idle().pop_back()?;
+            if candidate.expired(now) {
+                // The rest are older.
+                let expired = std::mem::take(&mut *self.idle());
+                drop(expired);
+                return None;
+            }
+            if candidate.is_open() {
+                return Some(candidate);
+            }
+        }
+    }
+
+    /// Keeps `idle` for the next request (the oldest goes when the pool is full).
+    pub fn put(self: &Arc<Self>, mut idle: Idle) {
+        if !idle.is_open() {
+            return;
+        }
+        idle.since = Instant::now();
+        let oldest = {
+            let mut pool = self.idle();
+            pool.push_back(idle);
+            (pool.len() > POOL_MAX_IDLE).then(|| pool.pop_front())
+        };
+        drop(oldest);
+        if !self.reaping.swap(true, Ordering::AcqRel) {
+            tokio::spawn(reap(Arc::downgrade(self)));
+        }
+    }
+
+    /// Closes the expired and the closed connections; whether any are left.
+    fn reap(&self) -> bool {
+        let now = Instant::now();
+        let mut pool = std::mem::take(&mut *self.idle());
+        pool.retain_mut(|idle| !idle.expired(now) && idle.is_open());
+        let mut kept = self.idle();
+        // Connections put back meanwhile are newer.
+        pool.append(&mut kept);
+        *kept = pool;
+        !kept.is_empty()
+    }
+}
+
+/// Runs while connections wait in the pool.
+async fn reap(pool: std::sync::Weak<Pool>) {
+    loop {
+        tokio::time::sleep(REAP_EVERY).await;
+        let Some(pool) = pool.upgrade() else { return };
+        if !pool.reap() {
+            pool.reaping.store(false, Ordering::Release);
+            // One put may have come between the reap and the flag: it found the flag set.
+            if pool.len() == 0 || pool.reaping.swap(true, Ordering::AcqRel) {
+                return;
+            }
+        }
+    }
+}
