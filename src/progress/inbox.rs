@@ -54,7 +54,7 @@ impl Inbox {
     /// Takes every report; when there is none, `waker` is woken by the next `put`.
     pub fn take(&self, waker: &Waker) -> Vec<(String, Progress)> {
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        if state.reports.is_empty() {
+        if state.reports.is_empty() && !state.waker.as_ref().is_some_and(|w| w.will_wake(waker)) {
             state.waker = Some(waker.clone());
         }
         std::mem::take(&mut state.reports)

@@ -28,6 +28,11 @@ use crate::unconfigured::{self, Reported};
 
 type Polled = Poll<Option<Result<Frame<Bytes>, hyper::Error>>>;
 
+/// Upstream frames read between two looks at the drain signal while the upstream never pauses;
+/// otherwise it is looked at when the upstream is pending. (Its future is one for all streams:
+/// polling it takes a lock they share.)
+const DRAIN_CHECK_EVERY: u32 = 64;
+
 /// What the proxy sends back to the client.
 pub struct ProxyBody {
     inner: Inner,
@@ -136,6 +141,8 @@ pub struct RewriteBody {
     heartbeat_at: Option<Instant>,
     /// Completes when the proxy's drain timeout runs out.
     drain: Pin<Box<WaitForCancellationFutureOwned>>,
+    /// Upstream frames read since the drain signal was last looked at.
+    frames_unchecked: u32,
     trailers: Option<http::HeaderMap>,
     /// The rest of one upstream chunk's output, sent before the upstream is read again (its
     /// unchanged events as slices of the chunk).
@@ -163,6 +170,7 @@ impl RewriteBody {
             heartbeat: Box::pin(tokio::time::sleep_until(Instant::now())),
             heartbeat_at: None,
             drain: Box::pin(drain),
+            frames_unchecked: 0,
             trailers: None,
             queued: VecDeque::new(),
             state: State::Streaming,
@@ -303,22 +311,34 @@ impl Body for RewriteBody {
             if this.state == State::Ended {
                 return Poll::Ready(this.trailers.take().map(|t| Ok(Frame::trailers(t))));
             }
-            if this.drain.as_mut().poll(cx).is_ready() {
-                return this.end(StreamEnd::Drained);
+            if this.frames_unchecked >= DRAIN_CHECK_EVERY {
+                this.frames_unchecked = 0;
+                if this.drain.as_mut().poll(cx).is_ready() {
+                    return this.end(StreamEnd::Drained);
+                }
             }
             let progress = this.take_progress(cx);
             if let polled @ Poll::Ready(_) = this.send(progress) {
                 return polled;
             }
             let frame = match Pin::new(&mut this.upstream).poll_frame(cx) {
-                Poll::Pending => return this.poll_heartbeat(cx),
+                Poll::Pending => {
+                    this.frames_unchecked = 0;
+                    if this.drain.as_mut().poll(cx).is_ready() {
+                        return this.end(StreamEnd::Drained);
+                    }
+                    return this.poll_heartbeat(cx);
+                }
                 Poll::Ready(None) => return this.end(StreamEnd::Completed),
                 Poll::Ready(Some(Err(error))) => {
                     tracing::warn!(%error, "upstream stream broke; closing open tool calls");
                     this.log.metrics().upstream_error("broken_stream");
                     return this.end(StreamEnd::UpstreamError);
                 }
-                Poll::Ready(Some(Ok(frame))) => frame,
+                Poll::Ready(Some(Ok(frame))) => {
+                    this.frames_unchecked += 1;
+                    frame
+                }
             };
             match frame.into_data() {
                 Ok(data) => {
