@@ -160,6 +160,10 @@ pub fn read<'a>(data: &'a [u8]) -> Result<Reading<'a>, Unreadable> {
     if data == b"[DONE]" {
         return Ok(Reading::default());
     }
+    // The events that need serde_json anyway name their type first: one pass, not two.
+    if leading_type(data).is_some_and(|k| may_signal(k) || lists_output(k)) {
+        return read_full(data);
+    }
     let text = std::str::from_utf8(data).map_err(|_| Unreadable)?;
     let members = match scan::scan(data) {
         Scan::Object(members) => members,
@@ -186,6 +190,18 @@ pub fn read<'a>(data: &'a [u8]) -> Result<Reading<'a>, Unreadable> {
         output_index: number(members.output_index),
         ..Reading::default()
     })
+}
+
+/// The value of a `type` member that opens the object, when it is a plain string (as every
+/// gateway seen writes its events). A later `type` member would override it: only a hint.
+fn leading_type(data: &[u8]) -> Option<&[u8]> {
+    let rest = data.strip_prefix(b"{\"type\":")?;
+    let rest = rest
+        .strip_prefix(b" ")
+        .unwrap_or(rest)
+        .strip_prefix(b"\"")?;
+    let end = memchr::memchr2(b'"', b'\\', rest)?;
+    (rest[end] == b'"').then(|| &rest[..end])
 }
 
 fn lists_output(kind: &[u8]) -> bool {
@@ -356,6 +372,17 @@ fn plain_u64(digits: &str) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn leading_type_is_a_plain_string_that_opens_the_object() {
+        assert_eq!(leading_type(br#"{"type":"a.b","x":1}"#), Some(&b"a.b"[..]));
+        assert_eq!(leading_type(br#"{"type": "a.b"}"#), Some(&b"a.b"[..]));
+        assert_eq!(leading_type(br#"{"type":"a\u002eb"}"#), None);
+        assert_eq!(leading_type(br#"{ "type":"a"}"#), None);
+        assert_eq!(leading_type(br#"{"x":1,"type":"a"}"#), None);
+        assert_eq!(leading_type(br#"{"type":1}"#), None);
+        assert_eq!(leading_type(br#"{"type":"unterminated"#), None);
+    }
 
     mod scan_agrees_with_serde_json {
         use super::*;
