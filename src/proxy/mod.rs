@@ -233,7 +233,9 @@ impl Proxy {
 
         let started = Instant::now();
         let timeout = config.proxy.header_timeout;
-        let pending = self.client.request(Request::from_parts(head, body));
+        // Boxed: hyper keeps room for the whole `handle` future for as long as the client's
+        // connection lives, so this (large) one must not be inside it.
+        let pending = Box::pin(self.client.request(Request::from_parts(head, body)));
         let response = match tokio::time::timeout(timeout, pending).await {
             Ok(Ok(response)) => response,
             Ok(Err(e)) => {
