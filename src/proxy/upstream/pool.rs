@@ -106,8 +106,11 @@ impl Pool {
             (pool.len() > POOL_MAX_IDLE).then(|| pool.pop_front())
         };
         drop(oldest);
-        if !self.reaping.swap(true, Ordering::AcqRel) {
-            tokio::spawn(reap(Arc::downgrade(self)));
+        // Outside a runtime (a body dropped after it ended) nothing reaps; `take` still checks.
+        if let Ok(runtime) = tokio::runtime::Handle::try_current()
+            && !self.reaping.swap(true, Ordering::AcqRel)
+        {
+            runtime.spawn(reap(Arc::downgrade(self)));
         }
     }
 
