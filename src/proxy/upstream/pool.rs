@@ -120,10 +120,15 @@ impl Pool {
         let mut pool = std::mem::take(&mut *self.idle());
         pool.retain_mut(|idle| !idle.expired(now) && idle.is_open());
         let mut kept = self.idle();
-        // Connections put back meanwhile are newer.
+        // Connections put back meanwhile are newer; the oldest go beyond the limit.
         pool.append(&mut kept);
+        let over = pool.len().saturating_sub(POOL_MAX_IDLE);
+        let closed: Vec<Idle> = pool.drain(..over).collect();
         *kept = pool;
-        !kept.is_empty()
+        let left = !kept.is_empty();
+        drop(kept);
+        drop(closed);
+        left
     }
 }
 
