@@ -47,19 +47,25 @@ fn pki() -> Pki {
     }
 }
 
-async fn tls_gateway(server: rustls::ServerConfig, body: Vec<u8>) -> u16 {
+/// The gateway; `versions` gets the HTTP version of every request it serves.
+async fn tls_gateway(
+    server: rustls::ServerConfig,
+    body: Vec<u8>,
+    versions: tokio::sync::mpsc::UnboundedSender<http::Version>,
+) -> u16 {
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let port = listener.local_addr().expect("addr").port();
     let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(server));
     let body = Bytes::from(body);
     tokio::spawn(async move {
         while let Ok((tcp, _)) = listener.accept().await {
-            let (acceptor, body) = (acceptor.clone(), body.clone());
+            let (acceptor, body, versions) = (acceptor.clone(), body.clone(), versions.clone());
             tokio::spawn(async move {
                 let Ok(tls) = acceptor.accept(tcp).await else {
                     return;
                 };
-                let service = service_fn(move |_req| {
+                let service = service_fn(move |req: http::Request<hyper::body::Incoming>| {
+                    let _ = versions.send(req.version());
                     let body = body.clone();
                     async move {
                         Ok::<_, Infallible>(
@@ -82,8 +88,11 @@ async fn tls_gateway(server: rustls::ServerConfig, body: Vec<u8>) -> u16 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn https_upstream_with_a_private_ca() {
     let pki = pki();
+    let mut http1_only = pki.server.clone();
+    http1_only.alpn_protocols = vec![b"http/1.1".to_vec()];
     let input = read(&fixtures_dir().join("web_search.sse"));
-    let port = tls_gateway(pki.server, input.clone()).await;
+    let (versions, mut seen) = tokio::sync::mpsc::unbounded_channel();
+    let port = tls_gateway(pki.server, input.clone(), versions).await;
     let dir = std::env::temp_dir().join(format!("toolpulse-tls-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("dir");
     let ca_file = dir.join("ca.pem");
@@ -93,12 +102,26 @@ async fn https_upstream_with_a_private_ca() {
 
     let mut config = Config::default();
     config.proxy.upstream_ca = Some(ca_file);
-    let proxy = start_proxy(config, &upstream).await;
+    let proxy = start_proxy(config.clone(), &upstream).await;
     let response = post(&client, format!("http://{proxy}/v1/responses"), "{}").await;
     assert_eq!(response.status(), 200);
     let out = read_all(&mut response.into_body()).await;
     toolpulse::invariants::check(&input, &out, usize::MAX).expect("invariants");
     assert!(String::from_utf8_lossy(&out).contains("response.web_search_call.completed"));
+    // The gateway offers h2 in ALPN: the shared HTTP/2 connection carried the stream.
+    assert_eq!(seen.recv().await, Some(http::Version::HTTP_2));
+
+    // A gateway that speaks HTTP/1.1 only: the stream drives its TLS connection itself, twice.
+    let (versions, mut seen) = tokio::sync::mpsc::unbounded_channel();
+    let port_http1 = tls_gateway(http1_only, input.clone(), versions).await;
+    let proxy = start_proxy(config, &format!("https://localhost:{port_http1}")).await;
+    for _ in 0..2 {
+        let response = post(&client, format!("http://{proxy}/v1/responses"), "{}").await;
+        assert_eq!(response.status(), 200);
+        let out = read_all(&mut response.into_body()).await;
+        toolpulse::invariants::check(&input, &out, usize::MAX).expect("invariants");
+        assert_eq!(seen.recv().await, Some(http::Version::HTTP_11));
+    }
 
     let proxy = start_proxy(Config::default(), &upstream).await;
     let response = post(&client, format!("http://{proxy}/v1/responses"), "{}").await;
