@@ -123,14 +123,16 @@ pub fn prepare_request(head: &mut request::Parts, uri: Uri, peer: SocketAddr, pr
             HeaderValue::from_static("identity"),
         );
     }
-    if !preserve_host {
-        headers.remove(header::HOST);
-        if let Some(authority) = uri.authority()
-            && let Ok(v) = HeaderValue::from_str(authority.as_str())
-        {
-            headers.insert(header::HOST, v);
-        }
-    } else if let Some(host) = original_host {
+    // Always a `Host` (HTTP/1.1 needs one): the client's when preserved, else the upstream's.
+    let upstream_host = || {
+        uri.authority()
+            .and_then(|a| HeaderValue::from_str(a.as_str()).ok())
+    };
+    let host = original_host
+        .filter(|_| preserve_host)
+        .or_else(upstream_host);
+    headers.remove(header::HOST);
+    if let Some(host) = host {
         headers.insert(header::HOST, host);
     }
     head.uri = uri;
@@ -264,6 +266,23 @@ mod tests {
         assert_eq!(head.headers["x-forwarded-host"], "proxy.local:8080");
         assert_eq!(head.headers["x-forwarded-proto"], "http");
         assert_eq!(head.headers["accept-encoding"], "identity");
+    }
+
+    #[test]
+    fn a_preserved_host_or_else_the_upstreams() {
+        let uri: Uri = "http://gw:9000/v1/responses".parse().expect("uri");
+        let peer: SocketAddr = "127.0.0.1:5555".parse().expect("addr");
+        let with_host = http::Request::post("/v1/responses").header("host", "proxy.local");
+        let (mut head, ()) = with_host.body(()).expect("request").into_parts();
+        prepare_request(&mut head, uri.clone(), peer, true);
+        assert_eq!(head.headers["host"], "proxy.local");
+        // An HTTP/1.0 client may send none: the upstream's, as HTTP/1.1 needs one.
+        let without = http::Request::post("/v1/responses")
+            .body(())
+            .expect("request");
+        let (mut head, ()) = without.into_parts();
+        prepare_request(&mut head, uri, peer, true);
+        assert_eq!(head.headers["host"], "gw:9000");
     }
 
     #[test]

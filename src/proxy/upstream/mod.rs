@@ -20,8 +20,7 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::Poll;
 
-use http::header::HOST;
-use http::{HeaderValue, Request, Response, Uri};
+use http::{Request, Response, Uri};
 use hyper::client::conn::{http1, http2};
 use hyper_rustls::{HttpsConnector, MaybeHttpsStream};
 use hyper_util::client::legacy::connect::{Connection as _, HttpConnector};
@@ -222,30 +221,11 @@ async fn send_http1(
     Ok(response.map(|incoming| UpstreamBody::owned(incoming, owned)))
 }
 
-/// An HTTP/1 request names its target by path (origin form) and its host in `Host`.
+/// An HTTP/1 request names its target by path (origin form); `Host` is already set
+/// ([`super::headers::prepare_request`]).
 fn http1_form(request: &mut Request<RequestBody>) {
-    let uri = request.uri();
-    if let Some(authority) = uri.authority()
-        && !request.headers().contains_key(HOST)
-    {
-        let default_port = if uri.scheme() == Some(&http::uri::Scheme::HTTPS) {
-            443
-        } else {
-            80
-        };
-        let host = match uri.port_u16() {
-            Some(port) if port != default_port => format!("{}:{port}", authority.host()),
-            _ => authority.host().to_string(),
-        };
-        if let Ok(host) = HeaderValue::from_str(&host) {
-            request.headers_mut().insert(HOST, host);
-        }
-    }
-    let path = match request.uri().path_and_query() {
-        Some(path) if path.as_str() != "/" => Uri::from(path.clone()),
-        _ => Uri::from_static("/"),
-    };
-    *request.uri_mut() = path;
+    let path = request.uri().path_and_query().cloned();
+    *request.uri_mut() = path.map_or(Uri::from_static("/"), Uri::from);
 }
 
 /// Polls `conn`; ready when the connection has ended (its error is logged: the request or the
