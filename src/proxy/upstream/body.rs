@@ -21,6 +21,7 @@ pub struct UpstreamBody {
     /// The HTTP/1 connection this body is read from; `None` for HTTP/2 (its connection has a
     /// task of its own).
     owned: Option<Owned>,
+    /// The body's end was read (a chunked body does not say so otherwise).
     ended: bool,
 }
 
@@ -85,10 +86,8 @@ impl Body for UpstreamBody {
         if polled.is_pending() && this.owned.as_mut().is_some_and(|o| o.drive(cx)) {
             polled = Pin::new(&mut this.incoming).poll_frame(cx);
         }
-        match &polled {
-            Poll::Ready(None) => this.ended = true,
-            Poll::Ready(Some(Ok(_))) => this.ended = this.incoming.is_end_stream(),
-            _ => {}
+        if let Poll::Ready(None) = polled {
+            this.ended = true;
         }
         polled
     }

@@ -84,8 +84,7 @@ impl Pool {
             let mut candidate = self.idle().pop_back()?;
             if candidate.expired(now) {
                 // The rest are older.
-                let expired = std::mem::take(&mut *self.idle());
-                drop(expired);
+                self.idle().clear();
                 return None;
             }
             if candidate.is_open() {
@@ -117,18 +116,9 @@ impl Pool {
     /// Closes the expired and the closed connections; whether any are left.
     fn reap(&self) -> bool {
         let now = Instant::now();
-        let mut pool = std::mem::take(&mut *self.idle());
+        let mut pool = self.idle();
         pool.retain_mut(|idle| !idle.expired(now) && idle.is_open());
-        let mut kept = self.idle();
-        // Connections put back meanwhile are newer; the oldest go beyond the limit.
-        pool.append(&mut kept);
-        let over = pool.len().saturating_sub(POOL_MAX_IDLE);
-        let closed: Vec<Idle> = pool.drain(..over).collect();
-        *kept = pool;
-        let left = !kept.is_empty();
-        drop(kept);
-        drop(closed);
-        left
+        !pool.is_empty()
     }
 }
 
