@@ -22,6 +22,13 @@ Values the proxy decides (a duration, the sentence for a call that never got an 
 exact bytes of JSON it may re-serialize while sanitizing) come out as matchers (`ANY_MS`,
 `ANY_TEXT`, `JsonText`) for `assert_match`. Stdlib only; the Node tests carry the same rules
 (node/harness.mjs), so each SDK suite checks toolpulse against its own copy.
+
+`HostedOracle` is the same for profile `hosted` (docs/hosted.md, the default): one native item
+(`tph_…`) in place of each gateway-run call's `function_call` and `function_call_output`, at the
+`function_call`'s index, with OpenAI's own event sequence; the output's index given up (later
+items move down by one); dropped events give up their sequence numbers. Its ids are opaque, so
+they come out as `HostedIds` matchers: any `tph_` id, the same on every event of one call, a
+different one per call.
 """
 
 from __future__ import annotations
@@ -89,6 +96,20 @@ class _Anything(_Matcher):
         return "<anything>"
 
 
+@dataclass(frozen=True)
+class MaybeAbsent(_Matcher):
+    """A key that may be missing; when present its value is `value`."""
+
+    value: object
+
+    def matches(self, actual: object) -> bool:
+        try:
+            assert_match(actual, self.value)
+        except AssertionError:
+            return False
+        return True
+
+
 ANY_MS = _AnyMs()
 ANY_TEXT = _AnyText()
 ANYTHING = _Anything()
@@ -118,6 +139,7 @@ def assert_match(actual: object, expected: object, path: str = "$", extra_keys: 
         assert expected.matches(actual), f"{path}: {actual!r} is not {expected!r}"
     elif isinstance(expected, dict):
         assert isinstance(actual, dict), f"{path}: expected an object, got {actual!r}"
+        expected = {k: v for k, v in expected.items() if not (isinstance(v, MaybeAbsent) and k not in actual)}
         missing = [k for k in expected if k not in actual]
         assert not missing, f"{path}: missing {missing} in {json.dumps(actual, default=str)[:600]}"
         unexpected = [k for k, v in actual.items() if k not in expected and v is not None and k not in extra_keys]
@@ -347,10 +369,278 @@ class Oracle:
         return spliced
 
 
-def expected_stream(upstream: list[dict], profile: str = "openai") -> list[dict]:
+# ---------------------------------------------------------------- profile hosted
+
+HOSTED_PREFIX = "tph_"
+HOSTED_TYPES = {"mcp": "mcp_call", "web_search": "web_search_call", "file_search": "file_search_call"}
+# docs/hosted.md: the error text of an MCP call the stream closed before its output arrived.
+HOSTED_NO_OUTPUT_TEXT = "The stream ended before the tool's output arrived."
+
+
+class HostedIds:
+    """The ids of one client's view of hosted items, learnt as they are matched: any
+    `tph_`-prefixed string, bound to its call at its first occurrence; from then on that call's
+    events and listings must carry the same id, and no other call may carry it."""
+
+    def __init__(self) -> None:
+        self.by_call: dict[str, str] = {}
+        self.call_of: dict[str, str] = {}
+
+    def of(self, call_id: str) -> "_HostedId":
+        return _HostedId(self, call_id)
+
+    def __getitem__(self, call_id: str) -> str:
+        """The id the client was given for `call_id` (after a stream was matched)."""
+        return self.by_call[call_id]
+
+
+class _HostedId(_Matcher):
+    def __init__(self, ids: HostedIds, call_id: str) -> None:
+        self.ids = ids
+        self.call_id = call_id
+
+    def matches(self, actual: object) -> bool:
+        if not (isinstance(actual, str) and actual.startswith(HOSTED_PREFIX) and len(actual) > len(HOSTED_PREFIX)):
+            return False
+        bound = self.ids.by_call.get(self.call_id)
+        if bound is not None:
+            return actual == bound
+        if actual in self.ids.call_of:  # another call's id
+            return False
+        self.ids.by_call[self.call_id] = actual
+        self.ids.call_of[actual] = self.call_id
+        return True
+
+    def __repr__(self) -> str:
+        bound = self.ids.by_call.get(self.call_id)
+        other = [c for c, i in self.ids.by_call.items() if c != self.call_id]
+        return (f"<the hosted id of {self.call_id}: {bound}>" if bound else
+                f"<a new tph_ id for {self.call_id} (ids of {other} taken)>")
+
+
+@dataclass
+class _HostedCall:
+    call_id: str
+    name: str
+    kind: str
+    index: int  # the hosted item's index (the function_call's, as the client sees it)
+    fc_upstream_index: int
+    item: dict = field(default_factory=dict)  # its current state
+    arguments: str = ""
+    opened_at: float | None = None
+    closed: bool = False
+    output_given_up: bool = False
+
+
+@dataclass
+class _HostedResponse:
+    index_map: dict[int, int] = field(default_factory=dict)  # upstream output_index -> client's
+    given_up: int = 0  # output indices given up so far
+    highest_upstream: int = -1  # the highest upstream output_index seen
+    fc_at: dict[int, _HostedCall] = field(default_factory=dict)  # hosted calls by their function_call's upstream index
+    hidden: set[int] = field(default_factory=set)  # upstream indices whose events are dropped (outputs given up)
+    calls: dict[str, _HostedCall] = field(default_factory=dict)  # by call_id
+
+
+class HostedOracle:
+    """Profile `hosted` (docs/hosted.md): feed it the gateway's events in order, one at a time;
+    it returns what the client should see at that point. `declared`: the names of the request's
+    own `function` tools (those calls are the client's: untouched). `ids`: the `HostedIds` the
+    expected ids bind to (share one between a stream and its final response)."""
+
+    def __init__(self, server_label: str = SERVER_LABEL, declared=(), ids: HostedIds | None = None,
+                 clock=None) -> None:
+        self.server_label = server_label
+        self.declared = frozenset(declared)
+        self.ids = ids if ids is not None else HostedIds()
+        self.clock = clock
+        self.response = _HostedResponse()
+        self.shift = 0  # sequence numbers: injected events so far less dropped ones
+        self.next_seq: int | None = None
+
+    # -- numbering
+
+    def _forward(self, event: dict) -> dict:
+        out = copy.deepcopy(event)
+        seq = event.get("sequence_number")
+        if isinstance(seq, int):
+            out["sequence_number"] = seq + self.shift
+            self.next_seq = out["sequence_number"] + 1
+        index = event.get("output_index")
+        if isinstance(index, int):
+            out["output_index"] = self._client_index(index)
+        return out
+
+    def _drop(self, event: dict) -> None:
+        seq = event.get("sequence_number")
+        if isinstance(seq, int):
+            if self.next_seq is None:
+                self.next_seq = seq + self.shift
+            self.shift -= 1
+
+    def _injected(self, event_type: str, **fields) -> dict:
+        event = {"type": event_type}
+        if self.next_seq is not None:
+            event["sequence_number"] = self.next_seq
+            self.next_seq += 1
+        event.update(fields)
+        self.shift += 1
+        return event
+
+    def _client_index(self, upstream_index: int) -> int:
+        r = self.response
+        if upstream_index not in r.index_map:
+            r.index_map[upstream_index] = upstream_index - r.given_up
+            r.highest_upstream = max(r.highest_upstream, upstream_index)
+        return r.index_map[upstream_index]
+
+    def _kind(self, name: str) -> str:
+        return "function" if name in self.declared else kind_of(name)
+
+    # -- the stream
+
+    def feed(self, event: dict) -> list[dict]:
+        t = event.get("type")
+        item = event.get("item") if isinstance(event.get("item"), dict) else {}
+        index = event.get("output_index")
+        r = self.response
+        if t == "response.created":
+            self.response = r = _HostedResponse()
+        out: list[dict] = []
+        if t in TERMINAL_RESPONSE_EVENTS:
+            out += self._close_all()
+
+        # The hosted call's function_call item: its events become the hosted item's.
+        if isinstance(index, int) and index in r.fc_at:
+            call = r.fc_at[index]
+            self._drop(event)
+            if t == "response.function_call_arguments.delta" and call.kind == "mcp":
+                out.append(self._on(call, "response.mcp_call_arguments.delta", delta=event.get("delta"),
+                                    name=MaybeAbsent(call.name)))
+            elif t == "response.output_item.done" and item.get("type") == "function_call":
+                call.arguments = item.get("arguments", "")
+                call.opened_at = self.clock() if self.clock else None
+                if call.kind == "mcp":
+                    call.item["arguments"] = call.arguments
+                    out.append(self._on(call, "response.mcp_call_arguments.done", arguments=call.arguments,
+                                        name=MaybeAbsent(call.name)))
+                else:
+                    out.append(self._on(call, f"response.{call.kind}_call.searching", name=call.name))
+            return out
+        # A given-up output's events are dropped.
+        if isinstance(index, int) and index in r.hidden:
+            self._drop(event)
+            return out
+        if t == "response.output_item.added" and item.get("type") == "function_call_output":
+            call = r.calls.get(item.get("call_id"))
+            if call and not call.closed:
+                output = item.get("output")
+                out += self._close(call, output if isinstance(output, str) else json.dumps(output))
+                if index > r.highest_upstream:  # nothing the client has moves: given up
+                    r.hidden.add(index)
+                    r.given_up += 1
+                    r.highest_upstream = index
+                    call.output_given_up = True
+                    self._drop(event)
+                    return out
+        if t == "response.output_item.added" and item.get("type") == "function_call" and isinstance(index, int):
+            kind = self._kind(item.get("name", ""))
+            if kind in SHOWN and item.get("call_id") not in r.calls:
+                call = _HostedCall(call_id=item["call_id"], name=item["name"], kind=kind,
+                                   index=self._client_index(index), fc_upstream_index=index)
+                call.item = self._initial_item(call)
+                r.fc_at[index] = call
+                r.calls[call.call_id] = call
+                self._drop(event)
+                out.append(self._injected("response.output_item.added", output_index=call.index,
+                                          item=copy.deepcopy(call.item)))
+                out.append(self._on(call, f"response.{kind}_call.in_progress", name=call.name))
+                return out
+
+        forwarded = self._forward(event)
+        if isinstance((forwarded.get("response") or {}).get("output"), list):
+            forwarded["response"]["output"] = self._listing(forwarded["response"]["output"])
+        out.append(forwarded)
+        return out
+
+    def end(self) -> list[dict]:
+        """The upstream stream ended (EOF): calls still open are closed, failed."""
+        return self._close_all()
+
+    def _on(self, call: _HostedCall, event_type: str, **more) -> dict:
+        return self._injected(event_type, item_id=self.ids.of(call.call_id), output_index=call.index, **more)
+
+    def _initial_item(self, call: _HostedCall) -> dict:
+        hid = self.ids.of(call.call_id)
+        if call.kind == "mcp":
+            return {"type": "mcp_call", "id": hid, "server_label": self.server_label, "name": call.name,
+                    "arguments": "", "status": "in_progress"}
+        if call.kind == "web_search":
+            # docs/hosted.md says only "status in_progress"; openai-python's ResponseFunctionWebSearch
+            # requires `action`, and the query is not known yet: {"type": "search"}.
+            return {"type": "web_search_call", "id": hid, "status": "in_progress", "action": {"type": "search"}}
+        return {"type": "file_search_call", "id": hid, "status": "in_progress", "queries": []}
+
+    def _close(self, call: _HostedCall, output: str | None) -> list[dict]:
+        call.closed = True
+        failed = output is None or is_failure(output)
+        try:
+            args = json.loads(call.arguments)
+        except ValueError:
+            args = None
+        args = args if isinstance(args, dict) else {}
+        final = dict(call.item, status="failed" if failed else "completed")
+        if call.kind == "mcp":
+            terminal = "response.mcp_call.failed" if failed else "response.mcp_call.completed"
+            final["arguments"] = call.arguments
+            if failed:
+                final["error"] = {"type": "mcp_tool_execution_error", "content": [
+                    {"type": "text", "text": output if output is not None else HOSTED_NO_OUTPUT_TEXT}]}
+            else:
+                final["output"] = output
+        elif call.kind == "web_search":
+            terminal = "response.web_search_call.completed"
+            final["action"] = {"type": "search", **({"query": args["query"]} if isinstance(args.get("query"), str) else {})}
+        else:
+            terminal = "response.file_search_call.completed"
+            queries = args.get("queries")
+            if not (isinstance(queries, list) and all(isinstance(q, str) for q in queries)):
+                queries = [args["query"]] if isinstance(args.get("query"), str) else []
+            final["queries"] = queries
+        call.item = final
+        duration = ANY_MS if self.clock is None or call.opened_at is None else int((self.clock() - call.opened_at) * 1000)
+        return [self._on(call, terminal, name=call.name, outcome="failed" if failed else "completed",
+                         duration_ms=duration),
+                self._injected("response.output_item.done", output_index=call.index, item=copy.deepcopy(final))]
+
+    def _close_all(self) -> list[dict]:
+        out = []
+        for call in self.response.calls.values():
+            if not call.closed:
+                out += self._close(call, None)
+        return out
+
+    def _listing(self, output: list) -> list:
+        """A response's `output` as the client sees it: each hosted call's item (its state now)
+        where its function_call was, its given-up function_call_output left out."""
+        listed = []
+        for item in output:
+            call = self.response.calls.get(item.get("call_id")) if isinstance(item, dict) else None
+            if call is not None and item.get("type") == "function_call":
+                listed.append(copy.deepcopy(call.item))
+            elif call is not None and item.get("type") == "function_call_output" and call.output_given_up:
+                continue
+            else:
+                listed.append(item)
+        return listed
+
+
+def expected_stream(upstream: list[dict], profile: str = "openai", declared=(), ids: HostedIds | None = None) -> list[dict]:
     """The whole stream a client should see for the gateway's `upstream` events, with the
-    response timestamps (which differ between two requests to the gateway) left open."""
-    oracle = Oracle(profile)
+    response timestamps (which differ between two requests to the gateway) left open. For
+    profile `hosted`, `declared` names the request's function tools and `ids` (a `HostedIds`)
+    learns the hosted items' ids as the stream is matched."""
+    oracle = HostedOracle(declared=declared, ids=ids) if profile == "hosted" else Oracle(profile)
     out = [e for event in upstream for e in oracle.feed(event)] + oracle.end()
     for e in out:
         if isinstance(e.get("response"), dict):
@@ -364,8 +654,13 @@ def final_output(expected: list[dict]) -> list[dict]:
     return next(e["response"]["output"] for e in reversed(expected) if isinstance(e.get("response"), dict))
 
 
-def to_plain(value: object) -> object:
-    """The expected value with its matchers replaced by concrete values (for a stand-in proxy)."""
+def to_plain(value: object, hosted_id=lambda call_id: HOSTED_PREFIX + call_id) -> object:
+    """The expected value with its matchers replaced by concrete values (for a stand-in proxy);
+    `hosted_id(call_id)` makes a hosted item's id."""
+    if isinstance(value, _HostedId):
+        return hosted_id(value.call_id)
+    if isinstance(value, MaybeAbsent):
+        return to_plain(value.value, hosted_id)
     if isinstance(value, JsonText):
         return value.text
     if value is ANY_TEXT:
@@ -373,7 +668,7 @@ def to_plain(value: object) -> object:
     if value is ANY_MS or value is ANYTHING:
         return 0
     if isinstance(value, dict):
-        return {k: to_plain(v) for k, v in value.items()}
+        return {k: to_plain(v, hosted_id) for k, v in value.items()}
     if isinstance(value, list):
-        return [to_plain(v) for v in value]
+        return [to_plain(v, hosted_id) for v in value]
     return value

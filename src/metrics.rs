@@ -94,6 +94,18 @@ pub struct Metrics {
     pub telemetry_spans: Family<Outcome, Counter>,
     /// Export requests to the OTLP collector, by result (ok, error).
     pub telemetry_exports: Family<Outcome, Counter>,
+    /// Hosted items of next-turn requests, by how they were mapped back: store, content,
+    /// dropped; and companions removed.
+    pub hosted_mappings: Family<Outcome, Counter>,
+    /// Pairs kept for the next turn (store).
+    pub hosted_pairs_stored: Counter,
+    /// Upstream events that broke a stream rule toolpulse had to work around, by rule.
+    pub upstream_violations: Family<Rule, Counter>,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct Rule {
+    pub rule: &'static str,
 }
 
 impl Default for Metrics {
@@ -127,6 +139,9 @@ impl Metrics {
             progress_bus_up: Gauge::default(),
             telemetry_spans: Family::default(),
             telemetry_exports: Family::default(),
+            hosted_mappings: Family::default(),
+            hosted_pairs_stored: Counter::default(),
+            upstream_violations: Family::default(),
         };
         let r = &mut m.registry;
         r.register(
@@ -235,7 +250,38 @@ impl Metrics {
             "Export requests to the OTLP collector, by result (ok, error)",
             m.telemetry_exports.clone(),
         );
+        r.register(
+            "hosted_mappings",
+            "Hosted items of next-turn requests by how they were mapped back (store, content, dropped), and companions removed",
+            m.hosted_mappings.clone(),
+        );
+        r.register(
+            "hosted_pairs_stored",
+            "Gateway pairs kept for the next turn behind hosted items",
+            m.hosted_pairs_stored.clone(),
+        );
+        r.register(
+            "upstream_violations",
+            "Upstream events that broke a stream rule toolpulse worked around, by rule",
+            m.upstream_violations.clone(),
+        );
         m
+    }
+
+    /// Counts how a request's hosted items were mapped back.
+    pub fn hosted_mapped(&self, mapped: &crate::hosted::request::Mapped) {
+        for (outcome, n) in [
+            ("store", mapped.from_store),
+            ("content", mapped.from_content),
+            ("dropped", mapped.dropped),
+            ("companion_removed", mapped.companions),
+        ] {
+            if n > 0 {
+                self.hosted_mappings
+                    .get_or_create(&Outcome { outcome })
+                    .inc_by(n);
+            }
+        }
     }
 
     pub fn tool_call(&self, kind: &'static str, outcome: &'static str, duration: Duration) {

@@ -59,6 +59,11 @@ const PROFILE_SETS: &[(&str, &str)] = &[
     ("tool", r#"["tool"]"#),
     ("all", r#"["openai", "stages", "tool_call", "tool"]"#),
     ("openai-inline", r#"["openai-inline"]"#),
+    ("hosted", r#"["hosted"]"#),
+    (
+        "hosted-all",
+        r#"["hosted", "progress", "stages", "tool_call", "tool"]"#,
+    ),
 ];
 
 /// Which hand-made fixtures must come out byte-identical (nothing to inject).
@@ -115,7 +120,8 @@ fn golden_outputs_and_invariants() {
         let must_be_untouched = input_name.starts_with("recordings/") && golden == input_name
             || UNTOUCHED.contains(&input_name.as_str())
                 && (!golden.starts_with("profiles/")
-                    || golden.starts_with("profiles/openai-inline/"))
+                    || golden.starts_with("profiles/openai-inline/")
+                    || golden.starts_with("profiles/hosted/"))
             || golden.contains("native_untouched");
         if must_be_untouched {
             assert!(

@@ -11,6 +11,12 @@
 // companions (`item_reference` with store on, an inline `web_search_call` with store off);
 // toolpulse keeps them from the gateway.
 //
+// The tests above "profile hosted" pin `x-toolpulse-profiles: openai` (the companion shape, the
+// older default). Profile hosted (docs/hosted.md), the default, shows each gateway-run call as
+// one native item instead of the gateway's function_call + function_call_output: the SDK sees
+// only provider-executed tools, so the turn finishes; the next turn's references to those items
+// reach the gateway as its own pairs.
+//
 // Environment: TOOLPULSE_BIN, PYTHON (see harness.mjs).
 
 import { describe, test, before, after } from 'node:test';
@@ -23,7 +29,8 @@ import { createOpenAI } from '@ai-sdk/openai';
 
 import {
   HERE, MODEL, PLAIN_MODEL, PLAIN_TEXT, FAILURES_MODEL, FINAL_TEXT, BROKEN_OUTPUT, TAG_HEADER,
-  COMPANION_PREFIX, queryString, startStack, recordedRequests,
+  COMPANION_PREFIX, PROFILES_HEADER, HOSTED_PREFIX, HOSTED_TYPES, HOSTED_NO_OUTPUT_TEXT, CALLS,
+  queryString, startStack, recordedRequests, assertMatch, expectedNextTurn,
 } from './harness.mjs';
 
 // The store-off turn makes the SDK warn that provider tool results are not sent: expected here.
@@ -40,13 +47,16 @@ before(async () => {
 });
 after(() => stack?.stop());
 
-/** The provider, pointed at `addr`; `sent` collects the request bodies the SDK sends. */
-function provider(addr, { query = {}, headers = {} } = {}) {
+/**
+ * The provider, pointed at `addr`; `sent` collects the request bodies the SDK sends. `profile`
+ * pins the presentation (null: the proxy's default, `hosted`).
+ */
+function provider(addr, { query = {}, headers = {}, profile = 'openai' } = {}) {
   const sent = [];
   const openai = createOpenAI({
     baseURL: `http://${addr}/v1`,
     apiKey: 'sk-e2e-not-a-key',
-    headers,
+    headers: { ...(profile ? { [PROFILES_HEADER]: profile } : {}), ...headers },
     // The gateway's scenario knobs ride on the query string (baseURL cannot carry one).
     fetch: (url, init) => {
       sent.push(JSON.parse(init.body));
@@ -228,5 +238,115 @@ describe(`Vercel AI SDK: ai ${version('ai')}, @ai-sdk/openai ${version('@ai-sdk/
         assert.ok(!JSON.stringify(recorded[0].body.input).includes('"tp_'));
         assert.equal(recorded[0].body.model, PLAIN_MODEL);
       });
+  }
+
+  // ---------------------------------------------------------------- profile hosted (the default)
+
+  test('hosted (default): streamText with no tools finishes; each gateway-run tool once, provider-executed, with its result', async () => {
+    const { result, parts } = await run(stack.proxyAddr, MODEL, { profile: null, query: { tool_ms: '60' } });
+    assert.deepEqual(parts.filter((p) => p.type === 'error' || p.type === 'tool-error'), []);
+    assert.equal(await result.finishReason, 'stop');
+    assert.equal(await result.text, FINAL_TEXT);
+    const steps = await result.steps;
+    assert.equal(steps.length, 1);
+
+    // No client-side call at all: everything the gateway ran is the provider's.
+    const calls = parts.filter((p) => p.type === 'tool-call');
+    assert.ok(calls.every((c) => c.providerExecuted === true), JSON.stringify(calls));
+    // In the order their items are done: the broken MCP call answers before the other one.
+    assert.deepEqual(calls.map((c) => [c.toolName, c.dynamic ?? null]), [
+      ['web_search', true], ['file_search', true], ['mcp.github_broken', true], ['mcp.github_search_issues', true]]);
+    const ids = calls.map((c) => c.toolCallId);
+    assert.ok(ids.every((id) => id.startsWith(HOSTED_PREFIX)) && new Set(ids).size === 4, `${ids}`);
+    // The app declares no `web_search` / `file_search` tool, so the SDK marks those calls
+    // `invalid` (NoSuchToolError in `error`) and still takes the provider's result (no tool-error).
+    assert.deepEqual(calls.map((c) => c.invalid ?? false), [true, true, false, false]);
+    for (const call of calls) {
+      const mine = parts.filter((p) => (p.toolCallId ?? p.id) === call.toolCallId);
+      assert.deepEqual(mine.filter((p) => p.type === 'tool-call').length, 1);
+      assert.deepEqual(mine.filter((p) => p.type.startsWith('tool-') && /result|error/.test(p.type)).map((p) => p.type),
+        ['tool-result'], `${call.toolName}: ${JSON.stringify(mine)}`);
+    }
+    const output = (name) => parts.find((p) => p.type === 'tool-result' && p.toolName === name).output;
+    assert.deepEqual(output('web_search'), { action: { type: 'search', query: JSON.parse(CALLS.web[2]).query } });
+    assert.deepEqual(output('file_search'), { queries: [JSON.parse(CALLS.file[2]).query], results: null });
+    assert.deepEqual(output('mcp.github_search_issues'), { type: 'call', serverLabel: 'gateway',
+      name: 'github_search_issues', arguments: CALLS.gh[2], output: CALLS.gh[3] });
+    assert.deepEqual(output('mcp.github_broken'), { type: 'call', serverLabel: 'gateway', name: 'github_broken',
+      arguments: CALLS.broken[2], error: { type: 'mcp_tool_execution_error', content: [{ type: 'text', text: BROKEN_OUTPUT }] } });
+    // The web search shows from its item's output_item.added, while the gateway runs it.
+    const web = parts.filter((p) => (p.toolCallId ?? p.id) === calls[0].toolCallId);
+    assert.deepEqual(web.map((p) => p.type), ['tool-input-start', 'tool-input-end', 'tool-call', 'tool-result']);
+    assert.ok(web[3].at - web[0].at >= 30, `the web search was shown running for ${(web[3].at - web[0].at).toFixed(0)} ms only`);
+  });
+
+  test('hosted (default): failures, a call never answered, [DONE], 1-based output_index', async () => {
+    const { result, parts } = await run(stack.proxyAddr, FAILURES_MODEL, { profile: null, query: { done: '1', base: '1', tool_ms: '30' } });
+    assert.deepEqual(parts.filter((p) => p.type === 'error'), []);
+    assert.equal(await result.finishReason, 'stop');
+    const calls = parts.filter((p) => p.type === 'tool-call');
+    assert.deepEqual(calls.map((c) => [c.toolName, c.providerExecuted]), [['web_search', true], ['file_search', true],
+      ['mcp.github_broken', true], ['mcp.github_search_issues', true]]);
+    const results = parts.filter((p) => ['tool-result', 'tool-error'].includes(p.type));
+    assert.deepEqual(results.map((r) => [r.type, r.toolCallId, r.toolName]),
+      calls.map((c, i) => [i === 0 ? 'tool-error' : 'tool-result', c.toolCallId, c.toolName]));
+    // The failed search (item status "failed") is the SDK's tool error of a hosted search.
+    assert.deepEqual(results[0].error, { status: 'failed' });
+    assert.deepEqual(results[1].output, { queries: ['retry policy', 'backoff'], results: null });
+    assert.deepEqual(results[3].output.error, { type: 'mcp_tool_execution_error', content: [{ type: 'text', text: HOSTED_NO_OUTPUT_TEXT }] });
+    assert.equal(results[3].output.output, undefined);
+    assert.match(await result.text, /one tool never answered/);
+  });
+
+  // What the SDK sends back (ai 7.0 / @ai-sdk/openai 4.0), from the first turn's response messages:
+  // - store on (its default): an `item_reference` per provider-executed call (the tph_ ids:
+  //   web_search, file_search, both MCP calls) and one for the message;
+  // - store off: only the web search, inline (`web_search_call` with id, status, action); the
+  //   file search and the MCP calls are not sent at all ("provider-executed tool results are not
+  //   sent" when store is off), and the message goes as assistant text.
+  // Whatever refers to a hosted item must reach the gateway as the gateway's own pair.
+  for (const store of [true, false]) {
+    test(`hosted (default): the next turn (store ${store}) gives the gateway its own function_call + output pairs`, async () => {
+      const first = await run(stack.proxyAddr, MODEL, { profile: null, query: { tool_ms: '20' } });
+      // The first turn's calls: the four hosted items (each tool appears once in this scenario).
+      const keyOf = { web_search: 'web', file_search: 'file', 'mcp.github_broken': 'broken', 'mcp.github_search_issues': 'gh' };
+      const firstCalls = first.parts.filter((p) => p.type === 'tool-call');
+      assert.deepEqual(firstCalls.map((c) => [c.toolName, c.providerExecuted, c.toolCallId.startsWith(HOSTED_PREFIX)]),
+        Object.keys(keyOf).map((name) => [name, true, true]));
+      const callOfId = new Map(firstCalls.map((c) => [c.toolCallId, CALLS[keyOf[c.toolName]][0]]));
+      assert.equal(callOfId.size, 4);
+      const { messages } = await first.result.response;
+      const tag = `ai-sdk-hosted-store-${store}`;
+      const { openai, sent } = provider(stack.proxyAddr, { profile: null, headers: { [TAG_HEADER]: tag } });
+      const second = streamText({
+        model: openai.responses(PLAIN_MODEL),
+        messages: [{ role: 'user', content: 'What is known about tool progress?' }, ...messages,
+          { role: 'user', content: 'And what about retries?' }],
+        providerOptions: { openai: { store } },
+        maxRetries: 0,
+      });
+      assert.equal(await second.text, PLAIN_TEXT);
+      assert.equal(sent.length, 1);
+      const input = sent[0].input;
+      const hosted = input.filter((i) => i.id?.startsWith(HOSTED_PREFIX));
+      const order = ['web', 'file', 'broken', 'gh'].map((k) => CALLS[k][0]);
+      if (store) {
+        assert.deepEqual(hosted.map((i) => [i.type, callOfId.get(i.id)]), order.map((c) => ['item_reference', c]));
+      } else {
+        assert.deepEqual(hosted.map((i) => [i.type, callOfId.get(i.id)]), [['web_search_call', CALLS.web[0]]]);
+      }
+      const [recorded] = await recordedRequests(stack.gatewayAddr, tag).then((r) => (assert.equal(r.length, 1), r));
+      const body = recorded.body;
+      assert.equal(body.model, PLAIN_MODEL);
+      assertMatch(body.input, expectedNextTurn(input, (id) => callOfId.get(id)), 'gateway input');
+      assert.equal(body.input.length, input.length + hosted.length);
+      const pairs = body.input.filter((i) => i.type === 'function_call' || i.type === 'function_call_output')
+        .map((i) => [i.type, i.call_id]);
+      assert.deepEqual(pairs, (store ? order : [CALLS.web[0]])
+        .flatMap((c) => [['function_call', c], ['function_call_output', c]]));
+      const text = JSON.stringify(body.input);
+      assert.ok(!text.includes(HOSTED_PREFIX) && !text.includes('"tp_'), text);
+      assert.ok(!body.input.some((i) => Object.values(HOSTED_TYPES).includes(i.type)));
+    });
   }
 });

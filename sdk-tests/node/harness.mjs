@@ -53,6 +53,9 @@ kind = "mcp"
 [failure]
 output_patterns = ["^no executor found for tool ", "^search failed: "]
 
+[events]
+profiles = ["hosted"]
+
 [heartbeat]
 interval_ms = 60
 `;
@@ -173,6 +176,21 @@ class Matcher {
 export const ANY_MS = new Matcher('<any duration_ms>', (v) => Number.isInteger(v) && v >= 0);
 export const ANY_TEXT = new Matcher('<any non-empty text>', (v) => typeof v === 'string' && v.trim() !== '');
 export const ANYTHING = new Matcher('<anything>', () => true);
+/** A key that may be missing; when present its value matches `value`. */
+export class MaybeAbsent extends Matcher {
+  constructor(value) {
+    super(`<absent or ${JSON.stringify(value)}>`, (v) => {
+      try {
+        assertMatch(v, value);
+        return true;
+      } catch {
+        return false;
+      }
+    });
+    this.value = value;
+  }
+}
+export const maybeAbsent = (value) => new MaybeAbsent(value);
 /** A string that says `text`: the same JSON value when it is JSON (a sanitizer may re-serialize). */
 export const jsonText = (text) => new Matcher(`<JSON text ${text}>`, (v) => {
   if (typeof v !== 'string') return false;
@@ -197,6 +215,7 @@ export function assertMatch(actual, expected, where = '$', extraKeys = new Set()
     expected.forEach((e, i) => assertMatch(actual[i], e, `${where}[${i}]`, extraKeys));
   } else if (expected !== null && typeof expected === 'object') {
     assert.ok(actual !== null && typeof actual === 'object', `${where}: expected an object, got ${JSON.stringify(actual)}`);
+    expected = Object.fromEntries(Object.entries(expected).filter(([k, v]) => !(v instanceof MaybeAbsent && !(k in actual))));
     const missing = Object.keys(expected).filter((k) => !(k in actual));
     assert.deepEqual(missing, [], `${where}: missing ${missing} in ${JSON.stringify(actual).slice(0, 600)}`);
     const unexpected = Object.keys(actual)
@@ -249,7 +268,8 @@ const clone = (v) => (v instanceof Matcher ? v : Array.isArray(v) ? v.map(clone)
  * Values toolpulse decides (durations, the sentence for a call with no output, re-serialized
  * JSON, the response timestamps that differ per request) are matchers.
  */
-export function expectedStream(upstream, profile = 'openai') {
+export function expectedStream(upstream, profile = 'openai', options = {}) {
+  if (profile === 'hosted') return expectedHostedStream(upstream, options);
   assert.ok(profile === 'openai' || profile === 'openai-inline');
   const companions = profile === 'openai';
   const out = [];
@@ -403,4 +423,267 @@ export function checkInvariants(events) {
   const closed = events.filter((e) => INJECTED.test(e.type) && /\.(completed|failed)$/.test(e.type)).map((e) => e.item_id).sort();
   assert.deepEqual(opened, closed, 'not closed exactly once');
   assert.ok(!events.some((e) => INJECTED.test(e.type) && 'error' in e), 'an injected event with an error key');
+}
+
+// ---------------------------------------------------------------- profile hosted (the default)
+// docs/hosted.md; ../contract.py's HostedOracle carries the same rules.
+
+// gateway.py's CALLS of each scenario, in the gateway's order: [call_id, name, arguments, output].
+export const CALLS = {
+  web: ['call_web_1', 'web_search', '{"query":"tool lifecycle events SSE"}', '[{"title":"Streaming tool progress","url":"https://example.com/a"}]'],
+  file: ['call_file_1', 'file_search', '{"query":"lifecycle design doc"}', '[{"file_id":"file_1","filename":"design.md","score":0.92}]'],
+  gh: ['call_gh_1', 'github_search_issues', '{"repo":"acme/agent","query":"stream stalls"}',
+    '[{"number":42,"title":"Stream stalls during tool calls"},{"number":57,"title":"No progress shown"}]'],
+  broken: ['call_gb_1', 'github_broken', '{"id":"7"}', BROKEN_OUTPUT],
+  web_fail: ['call_web_2', 'web_search', '{"query":"flaky upstream"}', 'search failed: upstream timeout'],
+  file_multi: ['call_file_2', 'file_search', '{"queries":["retry policy","backoff"]}', '[{"file_id":"file_2","filename":"retries.md","score":0.71}]'],
+  gh_open: ['call_gh_2', 'github_search_issues', '{"repo":"acme/agent","query":"timeouts"}', null],
+};
+
+/**
+ * The gateway's own function_call and function_call_output of `callId`, as the next turn must
+ * give them back to it: call id, name, arguments and output exactly as gateway.py's CALLS; `id`
+ * and `status`, if sent, as the gateway streamed them.
+ */
+export function gatewayPair(callId) {
+  const [, name, args, output] = Object.values(CALLS).find((c) => c[0] === callId);
+  const suffix = callId.replace(/^call_/, '');
+  return [
+    { type: 'function_call', call_id: callId, name, arguments: args, id: maybeAbsent(`fc_${suffix}`), status: maybeAbsent('completed') },
+    { type: 'function_call_output', call_id: callId, output, id: maybeAbsent(`fco_${suffix}`), status: maybeAbsent('completed') },
+  ];
+}
+
+/**
+ * What the gateway must get for a client's `input`: each hosted item toolpulse made, and each
+ * item_reference to one (`callOf(id)` names its call), replaced by the gateway's pair, in place.
+ */
+export function expectedNextTurn(sent, callOf) {
+  return sent.flatMap((item) => {
+    const callId = item?.id ? callOf(item.id) : undefined;
+    const hosted = item?.type === 'item_reference' || Object.values(HOSTED_TYPES).includes(item?.type);
+    return callId && hosted ? gatewayPair(callId) : [item];
+  });
+}
+
+export const HOSTED_PREFIX = 'tph_';
+export const HOSTED_TYPES = { mcp: 'mcp_call', web_search: 'web_search_call', file_search: 'file_search_call' };
+export const HOSTED_NO_OUTPUT_TEXT = "The stream ended before the tool's output arrived.";
+export const isFailure = (output) => FAILURE_PATTERNS.some((p) => p.test(output));
+
+/**
+ * The ids of hosted items, learnt as they are matched: any `tph_` string, bound to its call at
+ * its first occurrence; from then on that call must carry the same id and no other call may.
+ */
+export class HostedIds {
+  constructor() {
+    this.byCall = new Map();
+    this.callOf = new Map();
+  }
+
+  of(callId) {
+    const ids = this;
+    const m = new Matcher(`<the hosted id of ${callId}>`, (v) => {
+      if (typeof v !== 'string' || !v.startsWith(HOSTED_PREFIX) || v.length <= HOSTED_PREFIX.length) return false;
+      const bound = ids.byCall.get(callId);
+      if (bound !== undefined) return v === bound;
+      if (ids.callOf.has(v)) return false;
+      ids.byCall.set(callId, v);
+      ids.callOf.set(v, callId);
+      return true;
+    });
+    m.callId = callId;
+    return m;
+  }
+
+  get(callId) {
+    return this.byCall.get(callId);
+  }
+}
+
+/**
+ * The events a client should see under profile `hosted` for the gateway's `upstream` events:
+ * one native item (`tph_…`) per gateway-run call at its function_call's index, OpenAI's event
+ * sequence, the output's index given up, dense sequence numbers. `declared`: the request's
+ * function tool names (their calls stay untouched); `ids`: a HostedIds the ids bind to.
+ */
+export function expectedHostedStream(upstream, { declared = [], ids = new HostedIds() } = {}) {
+  const declaredSet = new Set(declared);
+  const out = [];
+  let shift = 0;
+  let nextSeq = null;
+  const newResponse = () => ({ indexMap: new Map(), givenUp: 0, highest: -1, fcAt: new Map(), hidden: new Set(), calls: new Map() });
+  let r = newResponse();
+
+  const drop = (event) => {
+    if (Number.isInteger(event.sequence_number)) {
+      if (nextSeq === null) nextSeq = event.sequence_number + shift;
+      shift -= 1;
+    }
+  };
+  const injected = (type, fields) => {
+    const event = { type };
+    if (nextSeq !== null) event.sequence_number = nextSeq++;
+    shift += 1;
+    out.push(Object.assign(event, fields));
+  };
+  const clientIndex = (i) => {
+    if (!r.indexMap.has(i)) {
+      r.indexMap.set(i, i - r.givenUp);
+      r.highest = Math.max(r.highest, i);
+    }
+    return r.indexMap.get(i);
+  };
+  const on = (call, type, fields) => injected(type, { item_id: ids.of(call.callId), output_index: call.index, ...fields });
+  const initialItem = (call) => {
+    const id = ids.of(call.callId);
+    if (call.kind === 'mcp') {
+      return { type: 'mcp_call', id, server_label: SERVER_LABEL, name: call.name, arguments: '', status: 'in_progress' };
+    }
+    // docs/hosted.md says "status in_progress"; OpenAI's type requires `action` (query unknown yet).
+    if (call.kind === 'web_search') return { type: 'web_search_call', id, status: 'in_progress', action: { type: 'search' } };
+    return { type: 'file_search_call', id, status: 'in_progress', queries: [] };
+  };
+  const close = (call, output) => {
+    call.closed = true;
+    const failed = output === null || isFailure(output);
+    let args = null;
+    try {
+      args = JSON.parse(call.arguments);
+    } catch { /* not JSON */ }
+    if (args === null || typeof args !== 'object' || Array.isArray(args)) args = {};
+    const final = { ...call.item, status: failed ? 'failed' : 'completed' };
+    let terminal;
+    if (call.kind === 'mcp') {
+      terminal = failed ? 'response.mcp_call.failed' : 'response.mcp_call.completed';
+      final.arguments = call.arguments;
+      if (failed) {
+        final.error = { type: 'mcp_tool_execution_error', content: [{ type: 'text', text: output ?? HOSTED_NO_OUTPUT_TEXT }] };
+      } else {
+        final.output = output;
+      }
+    } else if (call.kind === 'web_search') {
+      terminal = 'response.web_search_call.completed';
+      final.action = { type: 'search', ...(typeof args.query === 'string' ? { query: args.query } : {}) };
+    } else {
+      terminal = 'response.file_search_call.completed';
+      let queries = args.queries;
+      if (!(Array.isArray(queries) && queries.every((q) => typeof q === 'string'))) {
+        queries = typeof args.query === 'string' ? [args.query] : [];
+      }
+      final.queries = queries;
+    }
+    call.item = final;
+    on(call, terminal, { name: call.name, outcome: failed ? 'failed' : 'completed', duration_ms: ANY_MS });
+    injected('response.output_item.done', { output_index: call.index, item: clone(final) });
+  };
+  const closeAll = () => {
+    for (const call of r.calls.values()) if (!call.closed) close(call, null);
+  };
+  const listing = (output) => output.flatMap((item) => {
+    const call = item && typeof item === 'object' ? r.calls.get(item.call_id) : undefined;
+    if (call && item.type === 'function_call') return [clone(call.item)];
+    if (call && item.type === 'function_call_output' && call.outputGivenUp) return [];
+    return [item];
+  });
+
+  const feed = (event) => {
+    const t = event.type;
+    const item = event.item && typeof event.item === 'object' ? event.item : {};
+    const index = event.output_index;
+    if (t === 'response.created') r = newResponse();
+    if (TERMINAL_RESPONSE_EVENTS.has(t)) closeAll();
+    if (Number.isInteger(index) && r.fcAt.has(index)) {
+      const call = r.fcAt.get(index);
+      drop(event);
+      if (t === 'response.function_call_arguments.delta' && call.kind === 'mcp') {
+        on(call, 'response.mcp_call_arguments.delta', { delta: event.delta, name: maybeAbsent(call.name) });
+      } else if (t === 'response.output_item.done' && item.type === 'function_call') {
+        call.arguments = item.arguments ?? '';
+        if (call.kind === 'mcp') {
+          call.item.arguments = call.arguments;
+          on(call, 'response.mcp_call_arguments.done', { arguments: call.arguments, name: maybeAbsent(call.name) });
+        } else {
+          on(call, `response.${call.kind}_call.searching`, { name: call.name });
+        }
+      }
+      return;
+    }
+    if (Number.isInteger(index) && r.hidden.has(index)) {
+      drop(event);
+      return;
+    }
+    if (t === 'response.output_item.added' && item.type === 'function_call_output') {
+      const call = r.calls.get(item.call_id);
+      if (call && !call.closed) {
+        close(call, typeof item.output === 'string' ? item.output : JSON.stringify(item.output));
+        if (index > r.highest) {
+          r.hidden.add(index);
+          r.givenUp += 1;
+          r.highest = index;
+          call.outputGivenUp = true;
+          drop(event);
+          return;
+        }
+      }
+    }
+    if (t === 'response.output_item.added' && item.type === 'function_call' && Number.isInteger(index)) {
+      const kind = declaredSet.has(item.name) ? 'function' : kindOf(item.name ?? '');
+      if (SHOWN.has(kind) && !r.calls.has(item.call_id)) {
+        const call = { callId: item.call_id, name: item.name, kind, index: clientIndex(index), arguments: '', closed: false, outputGivenUp: false };
+        call.item = initialItem(call);
+        r.fcAt.set(index, call);
+        r.calls.set(call.callId, call);
+        drop(event);
+        injected('response.output_item.added', { output_index: call.index, item: clone(call.item) });
+        on(call, `response.${kind}_call.in_progress`, { name: call.name });
+        return;
+      }
+    }
+    const forwarded = clone(event);
+    if (Number.isInteger(event.sequence_number)) {
+      forwarded.sequence_number = event.sequence_number + shift;
+      nextSeq = forwarded.sequence_number + 1;
+    }
+    if (Number.isInteger(index)) forwarded.output_index = clientIndex(index);
+    if (forwarded.response && typeof forwarded.response === 'object') {
+      if (Array.isArray(forwarded.response.output)) forwarded.response.output = listing(forwarded.response.output);
+      forwarded.response.created_at = ANYTHING;
+      forwarded.response.completed_at = ANYTHING;
+    }
+    out.push(forwarded);
+  };
+  for (const event of upstream) feed(event);
+  closeAll(); // the upstream stream ended
+  return out;
+}
+
+/**
+ * The hosted shape's invariants on a stream through toolpulse (beyond matching the oracle):
+ * numbers dense, each item added once and done once at one index, indices dense from `base`,
+ * ids unique, each gateway-run call one `tph_` item and no function_call / function_call_output
+ * of its own (but those of `clientCalls`), every injected event on a hosted item, opened and
+ * closed once, without an `error` key.
+ */
+export function checkHostedInvariants(events, base, clientCalls = new Set()) {
+  assert.deepEqual(events.map((e) => e.sequence_number), events.map((_, i) => i), 'not dense');
+  const added = events.filter((e) => e.type === 'response.output_item.added');
+  const done = events.filter((e) => e.type === 'response.output_item.done');
+  const ids = added.map((e) => e.item.id);
+  assert.equal(new Set(ids).size, ids.length, `an item added twice: ${ids}`);
+  assert.deepEqual(done.map((e) => e.item.id).sort(), [...ids].sort(), 'an item added but not done');
+  const indexOf = new Map(added.map((e) => [e.item.id, e.output_index]));
+  for (const e of done) assert.equal(e.output_index, indexOf.get(e.item.id), `${e.item.id} moved`);
+  const indices = [...new Set(events.filter((e) => Number.isInteger(e.output_index)).map((e) => e.output_index))].sort((a, b) => a - b);
+  assert.deepEqual(indices, ids.map((_, i) => base + i), `indices not dense from ${base}`);
+  const hosted = added.filter((e) => e.item.id.startsWith(HOSTED_PREFIX));
+  assert.ok(hosted.length > 0 && hosted.every((e) => Object.values(HOSTED_TYPES).includes(e.item.type)));
+  const leaked = added.filter((e) => ['function_call', 'function_call_output'].includes(e.item.type) && !clientCalls.has(e.item.call_id));
+  assert.deepEqual(leaked.map((e) => e.item), [], "a gateway-run call's own item reached the client");
+  const lifecycle = events.filter((e) => INJECTED.test(e.type) || e.type.startsWith('response.mcp_call_arguments.'));
+  assert.ok(lifecycle.every((e) => e.item_id.startsWith(HOSTED_PREFIX) && !('error' in e)));
+  const opened = lifecycle.filter((e) => e.type.endsWith('.in_progress')).map((e) => e.item_id).sort();
+  const closed = lifecycle.filter((e) => /\.(completed|failed)$/.test(e.type)).map((e) => e.item_id).sort();
+  assert.deepEqual(opened, closed, 'not closed exactly once');
+  assert.deepEqual(opened, hosted.map((e) => e.item.id).sort());
 }

@@ -9,6 +9,10 @@
 // its lifecycle events, later items' output_index shifted, the companions in
 // `response.completed` (PRODUCT.md §2).
 //
+// The default presentation is profile `hosted` (docs/hosted.md): the hosted tests below send no
+// profile header and check the stream against harness.mjs's hosted oracle; the companion-shape
+// tests pin `x-toolpulse-profiles: openai` (the client's default header).
+//
 // Every test runs once per SDK package in OPENAI_NODE_PACKAGES (default "openai openai-v6":
 // package.json installs the latest openai-node as `openai` and the 6.x line as `openai-v6`).
 //
@@ -17,13 +21,15 @@
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 
 import {
   HERE, MODEL, PLAIN_MODEL, PLAIN_TEXT, FAILURES_MODEL, FINAL_TEXT, BROKEN_OUTPUT, PROFILES_HEADER,
-  REQUEST_TIMEOUT_MS, TOOL_MS, SCENARIOS, COMPANION_PREFIX, INJECTED,
+  REQUEST_TIMEOUT_MS, TOOL_MS, SCENARIOS, COMPANION_PREFIX, INJECTED, PARALLEL_MODEL,
+  HOSTED_PREFIX, HOSTED_NO_OUTPUT_TEXT, HostedIds, isFailure, CALLS,
   startStack, rawEvents, expectedStream, finalOutput, assertStream, assertMatch,
-  checkInvariants,
+  checkInvariants, checkHostedInvariants,
 } from './harness.mjs';
 
 let stack;
@@ -47,12 +53,14 @@ function checksHostedItemTypes(version) {
   return maj > 7 || (maj === 7 && minor >= 6);
 }
 
-function makeClient(OpenAI, addr) {
+/** A client of `addr`; `profile` pins the presentation (null: the proxy's default, `hosted`). */
+function makeClient(OpenAI, addr, profile = 'openai') {
   return new OpenAI({
     baseURL: `http://${addr}/v1`,
     apiKey: 'sk-e2e-not-a-key',
     timeout: REQUEST_TIMEOUT_MS,
     maxRetries: 0,
+    defaultHeaders: profile ? { [PROFILES_HEADER]: profile } : {},
   });
 }
 
@@ -76,10 +84,67 @@ async function consumeHelper(client, model, query, headers = {}) {
   return { events, final, named };
 }
 
+// Profile hosted: every agentic scenario, 0- and 1-based, with and without `data: [DONE]`.
+const HOSTED_TOOL_MS = '40';
+const HOSTED_SCENARIOS = {};
+for (const [label, model] of [['agentic', MODEL], ['parallel', PARALLEL_MODEL], ['failures', FAILURES_MODEL]]) {
+  for (const base of ['0', '1']) {
+    for (const done of ['0', '1']) {
+      HOSTED_SCENARIOS[`${label}${base === '1' ? ', 1-based' : ''}${done === '1' ? ', [DONE]' : ''}`] =
+        { model, query: { base, done } };
+    }
+  }
+}
+const SCENARIO_CALLS = { [MODEL]: ['web', 'file', 'gh', 'broken'], [PARALLEL_MODEL]: ['gh', 'web'],
+  [FAILURES_MODEL]: ['web_fail', 'file_multi', 'broken', 'gh_open'] };
+const WEB_SEARCH_FUNCTION = { type: 'function', name: 'web_search', description: 'my own web search', strict: true,
+  parameters: { type: 'object', properties: { query: { type: 'string' } }, required: ['query'], additionalProperties: false } };
+
+/** The final response's hosted items, spelled out from gateway.py's CALLS (beyond the oracle). */
+function checkScenarioItems(response, model, ids) {
+  const keys = SCENARIO_CALLS[model];
+  const hosted = response.output.filter((i) => i.id.startsWith(HOSTED_PREFIX));
+  assert.deepEqual(hosted.map((i) => i.id), keys.map((k) => ids.get(CALLS[k][0])));
+  assert.equal(response.output.length, keys.length + 1); // and the message
+  assert.equal(response.output.at(-1).type, 'message');
+  keys.forEach((key, n) => {
+    const [, name, args, output] = CALLS[key];
+    const item = hosted[n];
+    const failed = output === null || isFailure(output);
+    assert.equal(item.status, failed ? 'failed' : 'completed', `${key}: ${JSON.stringify(item)}`);
+    if (item.type === 'mcp_call') {
+      assert.deepEqual([item.name, item.server_label, item.arguments], [name, 'gateway', args]);
+      if (failed) {
+        assert.equal(item.output ?? null, null);
+        assert.deepEqual(item.error, { type: 'mcp_tool_execution_error', content: [{ type: 'text', text: output ?? HOSTED_NO_OUTPUT_TEXT }] });
+      } else {
+        assert.equal(item.output, output);
+      }
+    } else if (item.type === 'web_search_call') {
+      assert.deepEqual(item.action, { type: 'search', query: JSON.parse(args).query });
+    } else {
+      assert.equal(item.type, 'file_search_call');
+      const parsed = JSON.parse(args);
+      assert.deepEqual(item.queries, parsed.queries ?? [parsed.query]);
+      assert.equal(item.results ?? null, null);
+    }
+  });
+}
+
 // ---------------------------------------------------------------- tests
+
+test("harness.mjs's CALLS are gateway.py's", () => {
+  const out = execFileSync(process.env.PYTHON || 'python3',
+    ['-c', 'import json, gateway; print(json.dumps({k: list(v) for k, v in gateway.CALLS.items()}))'],
+    { cwd: path.join(HERE, '..') });
+  const { held, ...calls } = JSON.parse(out);
+  assert.deepEqual(calls, CALLS);
+});
+
 
 for (const { pkg, version, OpenAI } of SDKS) {
   const client = (addr) => makeClient(OpenAI, addr);
+  const hostedClient = (addr) => makeClient(OpenAI, addr, null);
   describe(`openai-node ${version} (${pkg})`, () => {
     for (const [name, { model, query }] of Object.entries(SCENARIOS)) {
       const oneBased = query.base === '1';
@@ -133,9 +198,9 @@ for (const { pkg, version, OpenAI } of SDKS) {
       });
     }
 
-    test('a no-tools stream comes out as the gateway sent it', async () => {
-      const collect = async (addr) => {
-        const stream = client(addr).responses.stream({ model: PLAIN_MODEL, input: 'hello' });
+    test('a no-tools stream comes out as the gateway sent it (profile openai and the default)', async () => {
+      const collect = async (c) => {
+        const stream = c.responses.stream({ model: PLAIN_MODEL, input: 'hello' });
         const events = [];
         for await (const event of stream) events.push(plain(event));
         const final = await stream.finalResponse();
@@ -148,10 +213,12 @@ for (const { pkg, version, OpenAI } of SDKS) {
         }
         return events;
       };
-      const proxied = await collect(stack.proxyAddr);
-      const direct = await collect(stack.gatewayAddr);
-      assert.deepEqual(proxied, direct);
-      assert.ok(!proxied.some((e) => INJECTED.test(e.type)));
+      const direct = await collect(hostedClient(stack.gatewayAddr));
+      for (const c of [client(stack.proxyAddr), hostedClient(stack.proxyAddr)]) {
+        const proxied = await collect(c);
+        assert.deepEqual(proxied, direct);
+        assert.ok(!proxied.some((e) => INJECTED.test(e.type)));
+      }
     });
 
     // Profile openai-inline (opt-in) keeps the older shape: the lifecycle events point at the
@@ -187,5 +254,53 @@ for (const { pkg, version, OpenAI } of SDKS) {
         assert.equal(final.output.length, 8); // the gateway's items only
       });
     }
+
+    // ------------------------------------------------ profile hosted (the default: no header)
+    for (const [name, { model, query }] of Object.entries(HOSTED_SCENARIOS)) {
+      const base = Number(query.base ?? 0);
+      const q = { ...query, tool_ms: HOSTED_TOOL_MS };
+      test(`hosted (default): responses.create({stream: true}) raw stream: ${name}`, async () => {
+        const ids = new HostedIds();
+        const expected = expectedStream(await rawEvents(stack.gatewayAddr, model, q), 'hosted', { ids });
+        const stream = await hostedClient(stack.proxyAddr).responses.create(
+          { model, input: 'What is known about tool progress?', stream: true }, { query: q });
+        const events = [];
+        for await (const event of stream) events.push(event);
+        assertStream(events, expected);
+        checkHostedInvariants(events, base);
+        checkScenarioItems(events.at(-1).response, model, ids);
+      });
+      // 6.x's accumulator rejects a first item at index 1 straight from the gateway (pinned
+      // above, "responses.stream() rejects 1-based output_index"), so its helper is not run there.
+      test(`hosted (default): responses.stream() + finalResponse(): ${name}`,
+        { skip: base === 1 && major(version) < 7 ? '6.x helper: 1-based output_index (an SDK limit, see above)' : false },
+        async () => {
+          const ids = new HostedIds();
+          const expected = expectedStream(await rawEvents(stack.gatewayAddr, model, q), 'hosted', { ids });
+          const { events, final, named } = await consumeHelper(hostedClient(stack.proxyAddr), model, q);
+          assertStream(events, expected, HELPER_EXTRA_KEYS);
+          checkHostedInvariants(events, base);
+          assertMatch(final.output, finalOutput(expected), 'final.output', HELPER_EXTRA_KEYS);
+          assert.equal(final.status, 'completed');
+          assert.deepEqual(named.sort(), events.map((e) => e.type).filter((t) => LISTENED.includes(t)).sort());
+          checkScenarioItems(final, model, ids);
+        });
+    }
+
+    test('hosted (default): a declared function tool named web_search stays the client\'s function_call', async () => {
+      const ids = new HostedIds();
+      const q = { tool_ms: HOSTED_TOOL_MS };
+      const expected = expectedStream(await rawEvents(stack.gatewayAddr, MODEL, q), 'hosted',
+        { ids, declared: ['web_search'] });
+      const stream = await hostedClient(stack.proxyAddr).responses.create(
+        { model: MODEL, input: 'x', stream: true, tools: [WEB_SEARCH_FUNCTION] }, { query: q });
+      const events = [];
+      for await (const event of stream) events.push(event);
+      assertStream(events, expected);
+      checkHostedInvariants(events, 0, new Set(['call_web_1']));
+      assert.ok(!events.some((e) => e.type.startsWith('response.web_search_call.') || e.item?.type === 'web_search_call'));
+      assert.deepEqual(events.at(-1).response.output.map((i) => i.type), [
+        'function_call', 'function_call_output', 'file_search_call', 'mcp_call', 'mcp_call', 'message']);
+    });
   });
 }

@@ -16,11 +16,13 @@ use crate::lifecycle::{Classifier, FailureRules};
 use crate::profiles::Profile;
 use crate::sanitize::Sanitizer;
 pub use bus::{BusConfig, REDIS_URL_ENV, RedisUrl};
+pub use hosted::{HOSTED_KEY_ENV, HostedConfig};
 pub use mcp::{BearerToken, McpConfig, McpServer, PROGRESS_TOKEN_ENV, ProgressConfig};
 use raw::*;
 pub use telemetry::TelemetryConfig;
 
 pub mod bus;
+pub mod hosted;
 pub mod mcp;
 mod raw;
 pub mod telemetry;
@@ -128,6 +130,8 @@ pub struct Config {
     pub progress: ProgressConfig,
     /// OpenTelemetry export; off without an endpoint.
     pub telemetry: TelemetryConfig,
+    /// `[hosted]`: ids and the next-turn store of profile `hosted`.
+    pub hosted: HostedConfig,
 }
 
 /// The `[events]` section: which profiles render lifecycle events.
@@ -279,6 +283,7 @@ impl Default for Config {
             mcp: None,
             progress: ProgressConfig::default(),
             telemetry: TelemetryConfig::default(),
+            hosted: HostedConfig::default(),
         }
     }
 }
@@ -321,6 +326,7 @@ impl Config {
         let redis_url = env(REDIS_URL_ENV);
         progress.bus = mcp::bus(&raw.progress, redis_url.as_deref(), mcp.is_some(), &invalid)?;
         let telemetry = telemetry::telemetry(&raw.telemetry, env, &invalid)?;
+        let hosted = hosted::hosted(&raw.hosted, env(HOSTED_KEY_ENV).as_deref(), &invalid)?;
 
         let mut rules = Vec::new();
         for (i, tool) in raw.tools.iter().enumerate() {
@@ -460,6 +466,7 @@ impl Config {
 
         Ok(Config {
             telemetry,
+            hosted,
             events,
             sanitizer,
             tool_templates,

@@ -24,6 +24,7 @@ pub(super) struct RawConfig {
     pub(super) mcp: super::mcp::RawMcp,
     pub(super) progress: super::mcp::RawProgress,
     pub(super) telemetry: super::telemetry::RawTelemetry,
+    pub(super) hosted: super::hosted::RawHosted,
 }
 
 #[derive(Deserialize)]

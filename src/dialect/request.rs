@@ -3,35 +3,76 @@
 //! `item_reference`s when `store` is on) would hand the gateway toolpulse's companion items,
 //! which it never made. [`strip_companions`] removes them; nothing else changes.
 
+use std::borrow::Cow;
+
 use serde_json::value::RawValue;
 
 use super::members;
 use crate::profiles::openai::COMPANION_PREFIX;
 
-/// The item types toolpulse's companions have.
-const COMPANION_TYPES: &[&str] = &["mcp_call", "web_search_call", "file_search_call"];
+/// The item types toolpulse's companions (and hosted items) have.
+pub const COMPANION_TYPES: &[&str] = &["mcp_call", "web_search_call", "file_search_call"];
 
 /// The body without the `input` items that are companions (or `item_reference`s to them);
 /// `None` when there is none, or the body is not a JSON object with an `input` list. Removed
 /// items are cut out of the array's text, so every other byte stays as it was, but for the
 /// separators between the array's items.
 pub fn strip_companions(body: &[u8]) -> Option<Vec<u8>> {
-    let text = std::str::from_utf8(body).ok()?;
-    let mut input = None;
-    members::each(text, |key, value| {
-        if key == "input" {
-            input = Some(value);
-        }
+    rewrite_input(body, |head, _| match is_companion(head) {
+        true => Replace::Drop,
+        false => Replace::Keep,
     })
-    .ok()?;
-    let input = input?;
+}
+
+/// What becomes of one `input` item.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Replace {
+    Keep,
+    Drop,
+    /// These items instead (JSON objects, already joined by `,`).
+    With(String),
+}
+
+/// The `type` and `id` of an input item.
+#[derive(Debug, Default)]
+pub struct ItemHead<'a> {
+    pub kind: Option<Cow<'a, str>>,
+    pub id: Option<Cow<'a, str>>,
+}
+
+/// The body with each item of its `input` list kept, dropped or replaced as `decide` says;
+/// `None` when nothing changed, or the body is not a JSON object with an `input` list. Only the
+/// array's text changes: kept items keep their bytes, separators become `,`.
+pub fn rewrite_input(
+    body: &[u8],
+    mut decide: impl FnMut(&ItemHead<'_>, &RawValue) -> Replace,
+) -> Option<Vec<u8>> {
+    let text = std::str::from_utf8(body).ok()?;
+    let input = top_member(text, "input")?;
     let items: Vec<&RawValue> = serde_json::from_str(input.get()).ok()?;
-    let kept: Vec<&str> = items
-        .iter()
-        .filter(|item| !is_companion(item))
-        .map(|item| item.get())
-        .collect();
-    if kept.len() == items.len() {
+    let mut changed = false;
+    let mut kept: Vec<Cow<'_, str>> = Vec::with_capacity(items.len());
+    for item in items {
+        let mut head = ItemHead::default();
+        let read = members::each(item.get(), |key, value| match key {
+            "type" => head.kind = members::string(value).ok().flatten(),
+            "id" => head.id = members::string(value).ok().flatten(),
+            _ => {}
+        });
+        let decision = match read {
+            Ok(()) => decide(&head, item),
+            Err(_) => Replace::Keep,
+        };
+        match decision {
+            Replace::Keep => kept.push(Cow::Borrowed(item.get())),
+            Replace::Drop => changed = true,
+            Replace::With(items) => {
+                changed = true;
+                kept.push(Cow::Owned(items));
+            }
+        }
+    }
+    if !changed {
         return None;
     }
     let start = input.get().as_ptr() as usize - text.as_ptr() as usize;
@@ -45,17 +86,55 @@ pub fn strip_companions(body: &[u8]) -> Option<Vec<u8>> {
     Some(out)
 }
 
-fn is_companion(item: &RawValue) -> bool {
-    let (mut kind, mut id) = (None, None);
-    let read = members::each(item.get(), |key, value| match key {
-        "type" => kind = members::string(value).ok().flatten(),
-        "id" => id = members::string(value).ok().flatten(),
-        _ => {}
-    });
-    let ours = id.is_some_and(|id| id.starts_with(COMPANION_PREFIX));
-    read.is_ok()
-        && ours
-        && kind.is_some_and(|k| k == "item_reference" || COMPANION_TYPES.contains(&&*k))
+/// The names of the `function` tools a request declares in its `tools` (their calls are the
+/// client's to run); empty when it declares none or the body is not a JSON object.
+pub fn declared_functions(body: &[u8]) -> Vec<String> {
+    #[derive(serde::Deserialize)]
+    struct Tool<'a> {
+        #[serde(borrow, rename = "type")]
+        kind: Option<Cow<'a, str>>,
+        #[serde(borrow)]
+        name: Option<Cow<'a, str>>,
+    }
+    let Some(tools) = std::str::from_utf8(body)
+        .ok()
+        .and_then(|text| top_member(text, "tools"))
+    else {
+        return Vec::new();
+    };
+    let Ok(tools) = serde_json::from_str::<Vec<&RawValue>>(tools.get()) else {
+        return Vec::new();
+    };
+    let tools = tools
+        .into_iter()
+        .filter_map(|tool| serde_json::from_str::<Tool<'_>>(tool.get()).ok());
+    tools
+        .filter(|tool| tool.kind.as_deref() == Some("function"))
+        .filter_map(|tool| tool.name.map(Cow::into_owned))
+        .collect()
+}
+
+/// A top-level member of a JSON object's text (its last occurrence).
+fn top_member<'a>(text: &'a str, name: &str) -> Option<&'a RawValue> {
+    let mut found = None;
+    members::each(text, |key, value| {
+        if key == name {
+            found = Some(value);
+        }
+    })
+    .ok()?;
+    found
+}
+
+fn is_companion(head: &ItemHead<'_>) -> bool {
+    let ours = head
+        .id
+        .as_deref()
+        .is_some_and(|id| id.starts_with(COMPANION_PREFIX));
+    ours && head
+        .kind
+        .as_deref()
+        .is_some_and(|k| k == "item_reference" || COMPANION_TYPES.contains(&k))
 }
 
 #[cfg(test)]
@@ -80,6 +159,15 @@ mod tests {
         let text = String::from_utf8(out).expect("utf-8");
         assert!(text.starts_with(r#"{"model":"m", "input": [{"type":"function_call""#));
         assert!(text.ends_with(r#"] ,"stream":true}"#), "{text}");
+    }
+
+    #[test]
+    fn declared_function_tools_by_name() {
+        let body = br#"{"tools":[{"type":"function","name":"web_search","parameters":{}},{"type":"web_search"},{"type":"mcp","server_label":"x"},{"type":"function","name":"lookup"}],"input":"hi"}"#;
+        assert_eq!(declared_functions(body), ["web_search", "lookup"]);
+        assert!(declared_functions(br#"{"input":"hi"}"#).is_empty());
+        assert!(declared_functions(br#"{"tools":"no"}"#).is_empty());
+        assert!(declared_functions(b"not json").is_empty());
     }
 
     #[test]

@@ -271,40 +271,88 @@ pub struct ListedCall<'a> {
 /// The `function_call` items of the `response.output` array of an event's data, in order;
 /// empty when there is none or the shape is unexpected.
 pub fn listed_calls(data: &[u8]) -> Vec<ListedCall<'_>> {
-    let Ok(text) = std::str::from_utf8(data) else {
+    let Some(listing) = listed_items(data) else {
         return Vec::new();
     };
-    fn member<'a>(json: &'a str, name: &str) -> Option<&'a RawValue> {
-        let mut found = None;
-        members::each(json, |key, value| {
-            if key == name {
-                found = present(value);
-            }
+    let calls = listing.items.into_iter().filter_map(|item| {
+        let call_id = item.call_id.filter(|_| item.kind == ListedKind::Call)?;
+        Some(ListedCall {
+            call_id,
+            end: item.span.end,
         })
-        .ok()?;
-        found
-    }
-    let Some(response) = member(text, "response") else {
-        return Vec::new();
-    };
-    let Some(output) = member(response.get(), "output") else {
-        return Vec::new();
-    };
-    let Ok(items) = serde_json::from_str::<Vec<&RawValue>>(output.get()) else {
-        return Vec::new();
-    };
-    items
-        .into_iter()
-        .filter_map(|item| {
-            let fields = ItemFields::read(item.get()).ok()?;
-            let is_call = string(fields.kind).ok()?.as_deref() == Some("function_call");
-            let call_id = string(fields.call_id).ok()??;
-            is_call.then(|| ListedCall {
-                call_id,
-                end: offset_in(text, item.get()) + item.get().len(),
-            })
-        })
-        .collect()
+    });
+    calls.collect()
+}
+
+/// What a listed item is, as far as tool calls go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ListedKind {
+    Call,
+    Output,
+    Other,
+}
+
+/// One item of a `response.output` list: its kind, its `call_id` (calls and outputs), and
+/// where its JSON lies in the event's data.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListedItem<'a> {
+    pub kind: ListedKind,
+    pub call_id: Option<Cow<'a, str>>,
+    pub span: Range<usize>,
+}
+
+/// The `response.output` list of an event's data: where the array lies, and its items.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Listing<'a> {
+    pub span: Range<usize>,
+    pub items: Vec<ListedItem<'a>>,
+}
+
+/// The top-level member `name` of a JSON object's text (its last occurrence), not `null`.
+fn member<'a>(json: &'a str, name: &str) -> Option<&'a RawValue> {
+    let mut found = None;
+    members::each(json, |key, value| {
+        if key == name {
+            found = present(value);
+        }
+    })
+    .ok()?;
+    found
+}
+
+/// The items of the `response.output` array of an event's data; `None` when there is none or
+/// the shape is unexpected.
+pub fn listed_items(data: &[u8]) -> Option<Listing<'_>> {
+    let text = std::str::from_utf8(data).ok()?;
+    let output = member(member(text, "response")?.get(), "output")?;
+    let items = serde_json::from_str::<Vec<&RawValue>>(output.get()).ok()?;
+    let start = offset_in(text, output.get());
+    let items = items.into_iter().map(|item| {
+        let fields = ItemFields::read(item.get()).ok();
+        let kind = fields.as_ref().and_then(|f| string(f.kind).ok().flatten());
+        let kind = match kind.as_deref() {
+            Some("function_call") => ListedKind::Call,
+            Some("function_call_output") => ListedKind::Output,
+            _ => ListedKind::Other,
+        };
+        let call_id = fields.and_then(|f| string(f.call_id).ok().flatten());
+        let at = offset_in(text, item.get());
+        ListedItem {
+            kind,
+            call_id,
+            span: at..at + item.get().len(),
+        }
+    });
+    Some(Listing {
+        span: start..start + output.get().len(),
+        items: items.collect(),
+    })
+}
+
+/// The `item` member of an event's data, as raw JSON.
+pub fn item_json(data: &[u8]) -> Option<&str> {
+    let text = std::str::from_utf8(data).ok()?;
+    Some(member(text, "item")?.get())
 }
 
 /// What an output item means for tool calls; nothing when it is not an object or a member that

@@ -19,6 +19,7 @@
 //!    shared, and a companion's is above all used before it.
 
 mod calls;
+pub mod hosted;
 mod indices;
 mod numbers;
 mod upstream;
@@ -68,6 +69,9 @@ pub struct Report {
 /// the input ends inside an event longer than it, calls may stay unclosed (nothing can be
 /// injected inside a half-sent event).
 pub fn check(input: &[u8], output: &[u8], max_event_bytes: usize) -> Result<Report, String> {
+    if hosted::applies(output) {
+        return hosted::check(input, output, max_event_bytes);
+    }
     let (inputs, input_tail) = split(input);
     let (outputs, output_tail) = split(output);
     if output_tail != input_tail {

@@ -80,7 +80,7 @@ fn strip(mut json: Map<String, Value>, added: &[Value]) -> Map<String, Value> {
 }
 
 /// Equal bytes, except that runs of ASCII digits may differ.
-fn same_but_digits(x: &[u8], y: &[u8]) -> bool {
+pub(super) fn same_but_digits(x: &[u8], y: &[u8]) -> bool {
     let (mut i, mut j) = (0, 0);
     loop {
         match (x.get(i), y.get(j)) {

@@ -2,6 +2,7 @@
 //! expects. A profile is a small pure function of the transition and a [`Context`]; the rewriter
 //! numbers and encodes what it returns. Several profiles may be active on one stream.
 
+pub mod hosted;
 pub mod openai;
 pub mod stages;
 mod text;
@@ -19,8 +20,12 @@ use crate::sse::NewEvent;
 /// A client contract for tool lifecycle events.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
 pub enum Profile {
+    /// Gateway-run calls shown as OpenAI's hosted tools: one native item in place of the
+    /// `function_call` and its output (docs/hosted.md). The default.
+    #[serde(rename = "hosted")]
+    Hosted,
     /// OpenAI's own hosted-tool events (`response.web_search_call.in_progress`, …) on a native
-    /// companion item per call. The default.
+    /// companion item beside each `function_call`.
     #[serde(rename = "openai")]
     OpenAi,
     /// The same events on the `function_call` item itself, no companion (antwort spec 023).
@@ -35,7 +40,8 @@ pub enum Profile {
     /// `tool_start` / `tool_end` / `tool_error` with display strings and timings (seed 004).
     #[serde(rename = "tool")]
     Tool,
-    /// With `openai`: `response.<kind>_call.progress` events for out-of-band progress.
+    /// With `hosted` or `openai`: `response.<kind>_call.progress` events for out-of-band
+    /// progress.
     #[serde(rename = "progress")]
     Progress,
 }
@@ -45,6 +51,10 @@ pub struct Context<'a> {
     pub config: &'a Config,
     /// Wall-clock time of the transition, when the rewriter was given a clock.
     pub wall: Option<SystemTime>,
+    /// Whether calls are shown as hosted items (so progress names those).
+    pub hosted: bool,
+    /// The stream's nonce in hosted item ids.
+    pub nonce: u64,
 }
 
 impl Context<'_> {
@@ -55,7 +65,8 @@ impl Context<'_> {
 }
 
 impl Profile {
-    pub const ALL: [Profile; 6] = [
+    pub const ALL: [Profile; 7] = [
+        Profile::Hosted,
         Profile::OpenAi,
         Profile::OpenAiInline,
         Profile::Stages,
@@ -66,6 +77,7 @@ impl Profile {
 
     pub fn name(self) -> &'static str {
         match self {
+            Profile::Hosted => "hosted",
             Profile::OpenAi => "openai",
             Profile::OpenAiInline => "openai-inline",
             Profile::Stages => "stages",
@@ -82,12 +94,13 @@ impl Profile {
     /// Appends the events for `transition` to `out`.
     pub fn render(self, transition: &Transition, context: &Context<'_>, out: &mut Vec<NewEvent>) {
         match self {
+            Profile::Hosted => hosted::render(transition, context, out),
             Profile::OpenAi => openai::render(transition, context, out),
             Profile::OpenAiInline => openai::render_inline(transition, out),
             Profile::Stages => stages::render(transition, context, out),
             Profile::ToolCall => tool_call::render(transition, context, out),
             Profile::Tool => tool::render(transition, context, out),
-            Profile::Progress => openai::render_progress(transition, out),
+            Profile::Progress => openai::render_progress(transition, context, out),
         }
     }
 
@@ -95,6 +108,7 @@ impl Profile {
     /// heartbeats going).
     pub fn shows(self, kind: Kind) -> bool {
         match self {
+            Profile::Hosted => hosted::hosts(kind),
             Profile::OpenAi | Profile::OpenAiInline => openai::shows(kind),
             Profile::Stages | Profile::ToolCall | Profile::Tool => kind != Kind::Ignore,
             Profile::Progress => false,
@@ -122,16 +136,28 @@ pub fn parse_list(value: &str, allowed: &[Profile]) -> Result<Vec<Profile>, Stri
     Ok(profiles)
 }
 
-/// Profiles that cannot go together on one stream: the two OpenAI shapes would show each call
-/// twice, once on a companion and once on the call item.
+/// The profiles that decide how a stream presents a call (at most one per stream).
+pub const PRESENTATIONS: [Profile; 3] = [Profile::Hosted, Profile::OpenAi, Profile::OpenAiInline];
+
+/// Profiles that cannot go together on one stream: the presentations would show each call
+/// twice (a hosted item, a companion, the call item).
 pub fn check_combination(profiles: &[Profile]) -> Result<(), String> {
-    if profiles.contains(&Profile::OpenAi) && profiles.contains(&Profile::OpenAiInline) {
-        return Err(
-            "\"openai\" and \"openai-inline\" are two shapes of the same events: pick one".into(),
-        );
+    let shapes: Vec<_> = PRESENTATIONS
+        .iter()
+        .filter(|p| profiles.contains(p))
+        .map(|p| format!("{:?}", p.name()))
+        .collect();
+    if shapes.len() > 1 {
+        return Err(format!(
+            "{} are shapes of the same calls: pick one",
+            shapes.join(" and ")
+        ));
     }
-    if profiles.contains(&Profile::Progress) && !profiles.contains(&Profile::OpenAi) {
-        return Err("\"progress\" adds events to \"openai\"'s companion items: name both".into());
+    let items = profiles.contains(&Profile::OpenAi) || profiles.contains(&Profile::Hosted);
+    if profiles.contains(&Profile::Progress) && !items {
+        return Err(
+            "\"progress\" adds events to the items of \"hosted\" or \"openai\": name one".into(),
+        );
     }
     Ok(())
 }
@@ -152,6 +178,12 @@ mod tests {
         assert!(parse_list("tool", &[Profile::OpenAi]).is_err());
         assert!(parse_list(" , ", &all).is_err());
         assert!(parse_list("openai,openai-inline", &all).is_err());
+        assert!(parse_list("hosted,openai", &all).is_err());
+        assert!(parse_list("progress", &all).is_err());
+        assert_eq!(
+            parse_list("hosted,progress,tool", &all),
+            Ok(vec![Profile::Hosted, Profile::Progress, Profile::Tool])
+        );
         assert_eq!(
             parse_list("openai-inline", &all),
             Ok(vec![Profile::OpenAiInline])

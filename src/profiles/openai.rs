@@ -74,7 +74,7 @@ pub fn render(transition: &Transition, context: &Context<'_>, out: &mut Vec<NewE
 /// Profile `progress` (with `openai`): `response.<kind>_call.progress` on the call's companion
 /// at each progress report. OpenAI defines no such event, and openai-node's stream helper
 /// throws on unknown types, so this is opt-in.
-pub fn render_progress(transition: &Transition, out: &mut Vec<NewEvent>) {
+pub fn render_progress(transition: &Transition, context: &Context<'_>, out: &mut Vec<NewEvent>) {
     let call = &transition.call;
     let (Phase::Progress { report, .. }, Some(index)) = (&transition.phase, call.companion) else {
         return;
@@ -85,8 +85,12 @@ pub fn render_progress(transition: &Transition, out: &mut Vec<NewEvent>) {
         Kind::FileSearch => "response.file_search_call.progress",
         Kind::Function | Kind::Ignore => return,
     };
+    let item_id = match context.hosted {
+        true => super::hosted::item_id(call, context),
+        false => companion_id(call),
+    };
     let event = NewEvent::new(event_type)
-        .with("item_id", companion_id(call))
+        .with("item_id", item_id)
         .with("output_index", index)
         .with("name", call.name.as_str());
     out.push(super::text::with_progress(event, report));
@@ -241,6 +245,8 @@ mod tests {
         let context = Context {
             config: &config,
             wall: None,
+            hosted: false,
+            nonce: 0,
         };
         let mut out = Vec::new();
         let transition = Transition {

@@ -227,6 +227,8 @@ mod tests {
         let context = Context {
             config: &config,
             wall: None,
+            hosted: false,
+            nonce: 0,
         };
         let output = ToolOutput {
             text: String::new(),

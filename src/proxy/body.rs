@@ -21,6 +21,7 @@ use tokio_util::sync::WaitForCancellationFutureOwned;
 
 use super::log::{RequestLog, StreamEnd};
 use super::upstream::UpstreamBody;
+use crate::hosted::store::{Pair, PairStore};
 use crate::metrics::EventType;
 use crate::progress::local::StreamHandle;
 use crate::rewrite::{Observation, Rewriter};
@@ -65,13 +66,13 @@ impl ProxyBody {
         upstream: UpstreamBody,
         rewriter: Rewriter,
         drain: WaitForCancellationFutureOwned,
-        unconfigured: Arc<Reported>,
-        progress: Option<StreamHandle>,
+        sinks: Sinks,
         mut log: RequestLog,
     ) -> Self {
         log.stream = Some((StreamEnd::ClientGone, rewriter.stats()));
-        let mut body = RewriteBody::new(upstream, rewriter, drain, unconfigured, log);
-        body.progress = progress;
+        let mut body = RewriteBody::new(upstream, rewriter, drain, sinks.unconfigured, log);
+        body.progress = sinks.progress;
+        body.store = Some(sinks.store);
         ProxyBody {
             inner: Inner::Rewritten(Box::new(body)),
             log: None,
@@ -133,6 +134,16 @@ enum State {
 }
 
 /// An upstream event stream, rewritten chunk by chunk.
+/// Where a rewritten stream reports what it saw, beside its log.
+pub struct Sinks {
+    /// Tools that ran without a `[[tools]]` rule, once per proxy and name.
+    pub unconfigured: Arc<Reported>,
+    /// The stream's registration for out-of-band progress, when a progress source is on.
+    pub progress: Option<StreamHandle>,
+    /// The next-turn store of hosted items' pairs.
+    pub store: Arc<dyn PairStore>,
+}
+
 pub struct RewriteBody {
     upstream: UpstreamBody,
     rewriter: Rewriter,
@@ -153,6 +164,8 @@ pub struct RewriteBody {
     unconfigured: Arc<Reported>,
     /// The stream's registration for out-of-band progress, when a progress source is on.
     progress: Option<StreamHandle>,
+    /// The next-turn store of hosted items' pairs.
+    store: Option<Arc<dyn PairStore>>,
     log: RequestLog,
 }
 
@@ -177,6 +190,7 @@ impl RewriteBody {
             end: StreamEnd::ClientGone,
             unconfigured,
             progress: None,
+            store: None,
             log,
         }
     }
@@ -193,6 +207,7 @@ impl RewriteBody {
             log,
             unconfigured,
             progress,
+            store,
             ..
         } = self;
         for observation in rewriter.take_observations() {
@@ -233,6 +248,21 @@ impl RewriteBody {
                     tracing::debug!(tool = %name, kind = kind.as_str(), outcome, duration_ms, "tool call");
                 }
                 Observation::Progress { .. } => {}
+                Observation::HostedPair {
+                    id,
+                    call_item,
+                    output_item,
+                    ..
+                } => {
+                    if let Some(store) = store {
+                        let pair = Pair {
+                            call_item,
+                            output_item,
+                        };
+                        store.put(&id, pair, std::time::Instant::now());
+                        log.metrics().hosted_pairs_stored.inc();
+                    }
+                }
             }
         }
         if out.is_empty() {

@@ -17,6 +17,7 @@ pub mod server;
 pub mod upstream;
 
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::{Instant, SystemTime};
 
@@ -25,6 +26,7 @@ use hyper::body::Incoming;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::Config;
+use crate::hosted::store::{MemoryStore, PairStore};
 use crate::metrics::{Metrics, Outcome};
 use crate::profiles;
 use crate::progress::TraceId;
@@ -57,6 +59,10 @@ pub struct Proxy {
     progress: Option<Arc<LocalHub>>,
     /// OpenTelemetry spans, when `[telemetry]` names a collector.
     telemetry: Option<Arc<Telemetry>>,
+    /// The gateway's pairs behind hosted items, for the next turn.
+    store: Arc<dyn PairStore>,
+    /// Makes each stream's hosted item ids its own: a random start, one more per stream.
+    nonces: AtomicU64,
 }
 
 impl Proxy {
@@ -66,7 +72,13 @@ impl Proxy {
             anyhow::anyhow!("no upstream: set [proxy] upstream or pass --upstream URL")
         })?;
         let client = upstream::Upstream::new(&config.proxy)?;
+        let hosted = &config.hosted;
+        let store = MemoryStore::new(hosted.max_entries, hosted.max_bytes, hosted.ttl);
+        let mut seed = [0u8; 8];
+        getrandom::fill(&mut seed)?;
         Ok(Proxy {
+            store: Arc::new(store),
+            nonces: AtomicU64::new(u64::from_ne_bytes(seed)),
             config: RwLock::new(config),
             upstream,
             client,
@@ -204,6 +216,7 @@ impl Proxy {
             }
         };
         headers::prepare_request(&mut head, uri, peer, config.proxy.preserve_host);
+        let responses_create = request_body::is_responses_create(&head);
         let progress = self.progress.as_ref().map(|hub| {
             let header = head.headers.get(TRACEPARENT).and_then(|v| v.to_str().ok());
             // With tracing on, the trace id is the server span's (already in the header).
@@ -220,8 +233,10 @@ impl Proxy {
             };
             (hub.clone(), trace_id)
         });
-        let body = match request_body::prepare(&mut head, body).await {
-            Ok(body) => body,
+        let prepared =
+            request_body::prepare(&mut head, body, &config, &*self.store, &self.metrics).await;
+        let (body, facts) = match prepared {
+            Ok(prepared) => prepared,
             Err(e) => {
                 log.status = 400;
                 log.response = "invalid_request";
@@ -259,6 +274,22 @@ impl Proxy {
 
         let (mut head, body) = response.into_parts();
         headers::remove_hop_by_hop(&mut head.headers);
+        let shape = profiles.as_deref().unwrap_or(&config.events.profiles);
+        let is_stream = headers::is_event_stream(&head.headers);
+        if responses_create && !is_stream && shape.contains(&profiles::Profile::Hosted) {
+            let nonce = self.nonces.fetch_add(1, Ordering::Relaxed);
+            let facts = (&facts.client_functions[..], nonce);
+            match self.present_json(&mut head, body, &config, facts).await {
+                Ok(body) => {
+                    log.response = "presented";
+                    return Response::from_parts(head, body.with_log(log));
+                }
+                Err(body) => {
+                    log.response = "passthrough";
+                    return Response::from_parts(head, ProxyBody::passthrough(body, log));
+                }
+            }
+        }
         if !headers::is_plain_event_stream(&head.headers) {
             if headers::is_event_stream(&head.headers) {
                 tracing::warn!(
@@ -271,9 +302,12 @@ impl Proxy {
         headers::prepare_rewritten_response(&mut head.headers);
         let now = tokio::time::Instant::now().into_std();
         let interval = config.progress.min_interval;
+        let nonce = self.nonces.fetch_add(1, Ordering::Relaxed);
         let mut rewriter = Rewriter::new(config)
             .with_wall_clock(SystemTime::now(), now)
-            .with_progress_interval(interval);
+            .with_progress_interval(interval)
+            .with_client_functions(facts.client_functions)
+            .with_nonce(nonce);
         if let Some(profiles) = profiles {
             rewriter = rewriter.with_profiles(profiles);
         }
@@ -291,10 +325,65 @@ impl Proxy {
         log.response = "rewritten";
         self.metrics.streams_active.inc();
         let drain = self.end_streams.clone().cancelled_owned();
-        let unconfigured = self.unconfigured.clone();
-        let progress = progress.map(|(hub, trace_id)| hub.stream(Some(trace_id)));
-        let body = ProxyBody::rewritten(body, rewriter, drain, unconfigured, progress, log);
+        let sinks = body::Sinks {
+            unconfigured: self.unconfigured.clone(),
+            progress: progress.map(|(hub, trace_id)| hub.stream(Some(trace_id))),
+            store: self.store.clone(),
+        };
+        let body = ProxyBody::rewritten(body, rewriter, drain, sinks, log);
         Response::from_parts(head, body)
+    }
+
+    /// Profile `hosted` for a JSON response (not a stream): read whole when its
+    /// `Content-Length` is within `[hosted] max_json_bytes`, presented, its pairs stored. Gives
+    /// the body back unread (`Err`) when it is not such a response.
+    async fn present_json(
+        &self,
+        head: &mut http::response::Parts,
+        body: upstream::UpstreamBody,
+        config: &Config,
+        (client_functions, nonce): (&[String], u64),
+    ) -> Result<ProxyBody, upstream::UpstreamBody> {
+        let is_json = head
+            .headers
+            .get(http::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("application/json"));
+        let length = head
+            .headers
+            .get(http::header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<usize>().ok());
+        let encoded = head.headers.contains_key(http::header::CONTENT_ENCODING);
+        let fits = length.is_some_and(|n| n <= config.hosted.max_json_bytes);
+        if !is_json || encoded || !head.status.is_success() || !fits {
+            if is_json && head.status.is_success() && !fits {
+                tracing::info!(
+                    limit = config.hosted.max_json_bytes,
+                    "JSON response without a Content-Length within [hosted] max_json_bytes: forwarded as it is"
+                );
+            }
+            return Err(body);
+        }
+        let whole = match http_body_util::BodyExt::collect(body).await {
+            Ok(collected) => collected.to_bytes(),
+            Err(e) => {
+                tracing::warn!(error = %e, "upstream JSON response broke off");
+                return Ok(ProxyBody::full(bytes::Bytes::new()));
+            }
+        };
+        let Some(presented) = crate::hosted::json::present(&whole, config, client_functions, nonce)
+        else {
+            return Ok(ProxyBody::full(whole));
+        };
+        let now = std::time::Instant::now();
+        for (id, pair) in presented.pairs {
+            self.store.put(&id, pair, now);
+            self.metrics.hosted_pairs_stored.inc();
+        }
+        let length = http::HeaderValue::from(presented.body.len());
+        head.headers.insert(http::header::CONTENT_LENGTH, length);
+        Ok(ProxyBody::full(bytes::Bytes::from(presented.body)))
     }
 
     fn fail(&self, kind: ProxyError, message: &str, mut log: RequestLog) -> Response<ProxyBody> {

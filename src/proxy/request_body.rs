@@ -1,6 +1,7 @@
 //! Request bodies on their way to the gateway. Every body streams through untouched, except a
-//! `POST …/responses` body, which is read (up to [`MAX_READ_BODY_BYTES`]) so that the companion
-//! items a client replays can be removed ([`crate::dialect::request::strip_companions`]). A
+//! `POST …/responses` body, which is read (up to [`MAX_READ_BODY_BYTES`]) so that the hosted
+//! items a client replays become the gateway's pairs again and companions are removed
+//! ([`crate::hosted::request::map_input`]), and the `function` tools it declares are known. A
 //! body over the limit goes on unchanged: what was read first, then the rest as it streams.
 //! The MCP front reads `tools/call` bodies the same way ([`read_up_to`]).
 
@@ -15,7 +16,11 @@ use http_body::{Body, Frame, SizeHint};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 
-use crate::dialect::request::strip_companions;
+use crate::config::Config;
+use crate::dialect::request::declared_functions;
+use crate::hosted::request::map_input;
+use crate::hosted::store::PairStore;
+use crate::metrics::Metrics;
 
 /// The largest request body read whole to remove companions from it.
 pub const MAX_READ_BODY_BYTES: usize = 4 << 20;
@@ -34,32 +39,55 @@ pub fn is_responses_create(head: &Parts) -> bool {
     head.method == Method::POST && head.uri.path().ends_with("/responses")
 }
 
-/// Reads a `POST …/responses` body and removes the companions in its `input`, fixing
-/// `Content-Length`. Other bodies, and any body over the limit, go on as they are.
-pub async fn prepare(head: &mut Parts, body: Incoming) -> Result<RequestBody, hyper::Error> {
+/// What the proxy learned from a request body.
+#[derive(Debug, Default)]
+pub struct RequestFacts {
+    /// The `function` tools the request declares (their calls are the client's).
+    pub client_functions: Vec<String>,
+}
+
+/// Reads a `POST …/responses` body, maps the hosted items in its `input` back to the gateway's
+/// pairs and removes companions, fixing `Content-Length`. Other bodies, and any body over the
+/// limit, go on as they are.
+pub async fn prepare(
+    head: &mut Parts,
+    body: Incoming,
+    config: &Config,
+    store: &dyn PairStore,
+    metrics: &Metrics,
+) -> Result<(RequestBody, RequestFacts), hyper::Error> {
+    let mut facts = RequestFacts::default();
     if !is_responses_create(head) {
-        return Ok(RequestBody::Streamed(body));
+        return Ok((RequestBody::Streamed(body), facts));
     }
     let (mut frames, rest) = read_up_to(body, MAX_READ_BODY_BYTES).await?;
     if rest.is_some() {
         tracing::info!(
             limit = MAX_READ_BODY_BYTES,
-            "request body over the read limit: forwarded without removing companion items"
+            "request body over the read limit: forwarded without mapping hosted items"
         );
-        return Ok(RequestBody::Read { frames, rest });
+        return Ok((RequestBody::Read { frames, rest }, facts));
     }
-    if let Some(whole) = whole(&frames)
-        && let Some(stripped) = strip_companions(&whole)
-    {
-        tracing::debug!(
-            removed_bytes = whole.len() - stripped.len(),
-            "removed companion items from the request's input"
-        );
-        head.headers
-            .insert(header::CONTENT_LENGTH, HeaderValue::from(stripped.len()));
-        frames = VecDeque::from([Frame::data(Bytes::from(stripped))]);
+    if let Some(whole) = whole(&frames) {
+        facts.client_functions = declared_functions(&whole);
+        let now = std::time::Instant::now();
+        let (body, mapped) = map_input(&whole, &config.hosted.key, store, now);
+        metrics.hosted_mapped(&mapped);
+        if mapped.from_content > 0 || mapped.dropped > 0 {
+            tracing::info!(
+                from_content = mapped.from_content,
+                dropped = mapped.dropped,
+                "hosted items the store did not have (expired, another deployment's, or forged): mapped from their content"
+            );
+        }
+        if let Some(body) = body {
+            tracing::debug!(?mapped, "mapped the request's input for the gateway");
+            head.headers
+                .insert(header::CONTENT_LENGTH, HeaderValue::from(body.len()));
+            frames = VecDeque::from([Frame::data(Bytes::from(body))]);
+        }
     }
-    Ok(RequestBody::Read { frames, rest: None })
+    Ok((RequestBody::Read { frames, rest: None }, facts))
 }
 
 /// Reads `body` to its end, or until more than `limit` bytes were read: then the unread rest

@@ -37,6 +37,12 @@ impl Companions {
         self.items.iter().any(|(id, _)| id == call_id)
     }
 
+    /// The item JSON of `call_id`, if kept.
+    pub fn get(&self, call_id: &str) -> Option<&str> {
+        let (_, item) = self.items.iter().find(|(id, _)| id == call_id)?;
+        Some(item)
+    }
+
     /// Records the companion of `call_id` in its new state.
     pub fn set(&mut self, call_id: &str, item: String) {
         let old = self.items.iter().position(|(id, _)| id == call_id);

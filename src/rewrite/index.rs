@@ -7,7 +7,13 @@
 //! their order and stay unique), never meets a companion's index, and never changes for an
 //! index already seen (a later companion has `b >= u`), whatever order the upstream uses.
 //!
-//! Memory: one run per distinct `b_k`, at most [`MAX_RUNS`]; past that no companion opens.
+//! Profile `hosted` gives indices up instead: an upstream item that is hidden (a
+//! `function_call_output` folded into its hosted item) frees its index `r`, and every later
+//! upstream index moves down by one. `r` can be given up only when it is above every index
+//! seen, so that no index the client already has changes.
+//!
+//! Memory: one run per distinct `b_k`, at most [`MAX_RUNS`]; past that no companion opens. As
+//! many removals at most; past that an index is not given up.
 
 /// Distinct boundaries kept per response (parallel calls opened together share one).
 pub const MAX_RUNS: usize = 1024;
@@ -23,6 +29,8 @@ pub struct OutputIndices {
     /// `(b, companions opened up to and including this run)`, `b` non-decreasing; `None` (no
     /// index seen yet) sorts first.
     runs: Vec<(Option<u64>, u64)>,
+    /// Upstream indices given up, increasing.
+    removed: Vec<u64>,
 }
 
 impl OutputIndices {
@@ -30,11 +38,12 @@ impl OutputIndices {
     pub fn reset(&mut self) {
         self.max_seen = None;
         self.runs.clear();
+        self.removed.clear();
     }
 
     /// Whether upstream indices can change (so every event must be read).
     pub fn is_shifting(&self) -> bool {
-        !self.runs.is_empty()
+        !self.runs.is_empty() || !self.removed.is_empty()
     }
 
     fn companions(&self) -> u64 {
@@ -57,7 +66,22 @@ impl OutputIndices {
         // Companions whose boundary lies below `upstream`: runs are sorted by boundary.
         let below = self.runs.partition_point(|r| r.0 < Some(upstream));
         let shift = below.checked_sub(1).map_or(0, |i| self.runs[i].1);
-        upstream + shift
+        let removed = self.removed.partition_point(|&r| r < upstream) as u64;
+        (upstream + shift).saturating_sub(removed)
+    }
+
+    /// Gives up upstream index `upstream` (its item is hidden): later indices move down by one.
+    /// Refused (`false`) when an index at or above it was already seen, or past the limits.
+    pub fn remove(&mut self, upstream: u64) -> bool {
+        if upstream >= MAX_INDEX
+            || self.max_seen.is_some_and(|m| m >= upstream)
+            || self.removed.len() >= MAX_RUNS
+        {
+            return false;
+        }
+        self.max_seen = Some(upstream);
+        self.removed.push(upstream);
+        true
     }
 
     /// Opens a companion: its index, above every index used so far; `None` past the limits.
@@ -115,6 +139,23 @@ mod tests {
     }
 
     #[test]
+    fn removed_indices_move_later_items_down() {
+        let mut ix = OutputIndices::default();
+        assert_eq!(ix.map(0), 0, "hosted item at the call's index");
+        assert_eq!(ix.map(1), 1, "a second call");
+        assert!(ix.remove(2), "the first output");
+        assert!(ix.remove(3), "the second output");
+        assert!(ix.is_shifting());
+        assert_eq!(ix.map(4), 2, "the message");
+        assert_eq!(ix.map(1), 1, "an index already seen keeps its place");
+        assert!(!ix.remove(3), "seen already");
+        assert!(!ix.remove(1), "seen already");
+        ix.reset();
+        assert!(ix.remove(1), "an antwort gap before it");
+        assert_eq!(ix.map(2), 1);
+    }
+
+    #[test]
     fn huge_indices_are_left_alone() {
         let mut ix = OutputIndices::default();
         ix.map(MAX_INDEX - 1);
@@ -127,23 +168,36 @@ mod tests {
         /// in the upstream's order, and companions sit above everything used before them.
         #[test]
         fn unique_stable_ordered(steps in proptest::collection::vec(prop_oneof![
-            (0u64..40).prop_map(Some),
-            Just(None),
-        ], 0..80)) {
+            (0u64..40).prop_map(Step::Map),
+            Just(Step::Companion),
+            (0u64..40).prop_map(Step::Remove),
+        ], 0..80), hosted in any::<bool>()) {
             let mut ix = OutputIndices::default();
             let mut items = std::collections::HashMap::new();
             let mut used = HashSet::new();
             let mut companions = HashSet::new();
+            let mut removed = HashSet::new();
             for step in steps {
                 match step {
-                    Some(u) => {
+                    // One presentation per stream: companions, or hosted removals.
+                    Step::Companion if hosted => continue,
+                    Step::Remove(_) if !hosted => continue,
+                    Step::Remove(r) => {
+                        if items.contains_key(&r) || removed.contains(&r) {
+                            prop_assert!(!ix.remove(r), "index {} seen, yet given up", r);
+                        } else if ix.remove(r) {
+                            removed.insert(r);
+                        }
+                    }
+                    Step::Map(u) if removed.contains(&u) => continue,
+                    Step::Map(u) => {
                         let c = ix.map(u);
                         let first = *items.entry(u).or_insert(c);
                         prop_assert_eq!(first, c, "index of item {} changed", u);
                         prop_assert!(!companions.contains(&c), "item {} on a companion's index", u);
                         used.insert(c);
                     }
-                    None => {
+                    Step::Companion => {
                         let Some(c) = ix.open_companion() else { continue };
                         prop_assert!(used.iter().all(|&x| x < c), "companion {} not above {:?}", c, used);
                         used.insert(c);
@@ -155,5 +209,12 @@ mod tests {
             by_upstream.sort();
             prop_assert!(by_upstream.windows(2).all(|w| w[0].1 < w[1].1));
         }
+    }
+
+    #[derive(Debug, Clone)]
+    enum Step {
+        Map(u64),
+        Companion,
+        Remove(u64),
     }
 }

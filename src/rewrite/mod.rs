@@ -9,6 +9,7 @@
 //! they are; the output does not depend on how the input was split.
 
 mod companions;
+mod hosted;
 pub mod index;
 pub mod number;
 mod pace;
@@ -24,10 +25,11 @@ use memchr::memmem;
 use crate::config::Config;
 use crate::dialect::responses::{self, Number};
 use crate::lifecycle::{Kind, Outcome, Phase, Signal, Tracker, Transition};
-use crate::profiles::{Context, Profile, openai};
+use crate::profiles::{self, Context, Profile, openai};
 use crate::progress::Progress;
 use crate::sse::{self, Event, Item, NewEvent, Parser};
 use companions::Companions;
+use hosted::HostedItems;
 use index::OutputIndices;
 use number::Numbering;
 use pace::Pacer;
@@ -78,6 +80,16 @@ pub enum Observation {
         call_id: String,
         report: Progress,
     },
+    /// A call shown as hosted item `id` got its output: the gateway's own pair of items, for
+    /// the next turn (profile `hosted`).
+    HostedPair {
+        id: String,
+        call_id: String,
+        /// The `function_call` item as the gateway sent it done.
+        call_item: String,
+        /// The `function_call_output` item as the gateway sent it.
+        output_item: String,
+    },
 }
 
 /// Counters for one stream, for logs and metrics.
@@ -102,6 +114,9 @@ pub struct Stats {
     pub progress_dropped: u64,
     /// Progress reports replaced by a newer one before they went out.
     pub progress_coalesced: u64,
+    /// Outputs of hosted calls that could not be hidden (their index was not above every
+    /// index already used): forwarded as they are.
+    pub hosted_outputs_shown: u64,
 }
 
 pub struct Rewriter {
@@ -112,6 +127,12 @@ pub struct Rewriter {
     numbering: Numbering,
     indices: OutputIndices,
     companions: Companions,
+    hosted: HostedItems,
+    /// Tools the request declares as `function` tools: their calls are the client's, never
+    /// hidden (profile `hosted`).
+    client_functions: Vec<String>,
+    /// Makes this stream's hosted item ids its own (given by the glue, random per stream).
+    nonce: u64,
     pacer: Pacer,
     /// Output, in order: `segments`, then the open run of `origin` or `out` (never both).
     segments: Vec<Bytes>,
@@ -164,6 +185,9 @@ impl Rewriter {
             numbering: Numbering::default(),
             indices: OutputIndices::default(),
             companions: Companions::default(),
+            hosted: HostedItems::default(),
+            client_functions: Vec::new(),
+            nonce: 0,
             pacer: Pacer::new(DEFAULT_PROGRESS_INTERVAL),
             segments: Vec::new(),
             origin: Bytes::new(),
@@ -193,6 +217,20 @@ impl Rewriter {
     /// Renders with these profiles instead of the config's (a request picked them).
     pub fn with_profiles(mut self, profiles: Vec<Profile>) -> Self {
         self.profiles = profiles;
+        self
+    }
+
+    /// The names of the `function` tools the request declares: under profile `hosted`, their
+    /// calls stay `function_call`s for the client to run.
+    pub fn with_client_functions(mut self, names: Vec<String>) -> Self {
+        self.client_functions = names;
+        self
+    }
+
+    /// The nonce that makes this stream's hosted item ids differ from other streams' (the glue
+    /// gives a random one; the default is 0).
+    pub fn with_nonce(mut self, nonce: u64) -> Self {
+        self.nonce = nonce;
         self
     }
 
@@ -238,6 +276,11 @@ impl Rewriter {
     /// Whether calls get companion items (profile `openai`).
     fn has_companions(&self) -> bool {
         self.profiles.contains(&Profile::OpenAi)
+    }
+
+    /// Whether calls are shown as hosted items (profile `hosted`).
+    fn is_hosted(&self) -> bool {
+        self.profiles.contains(&Profile::Hosted)
     }
 
     /// Injected events and finished calls since the last call.
@@ -417,6 +460,7 @@ impl Rewriter {
         // (at a heartbeat, at EOF) take the number after the last one.
         let must_read = self.numbering.is_shifting()
             || self.indices.is_shifting()
+            || self.hosted.is_active()
             || !self.tracker.open_calls().is_empty()
             || event.event_type().is_none_or(responses::may_signal);
         if !must_read && self.resume_after.is_none() {
@@ -447,13 +491,14 @@ impl Rewriter {
         if reading.starts_response {
             self.indices.reset();
             self.companions.reset();
+            self.hosted.reset();
         }
-        let index = reading.output_index.map(|n| (self.indices.map(n.value), n));
         let upstream = Upstream {
             sequence_number: reading.sequence_number,
-            output_index: index,
+            output_index: reading.output_index,
             lists_output: reading.lists_output,
         };
+        let index = upstream.output_index.as_ref().map(|n| n.value);
         match &upstream.sequence_number {
             Some(n) => {
                 self.forget_unread();
@@ -462,16 +507,145 @@ impl Rewriter {
             None => self.begin_unnumbered(),
         }
         let Some(signal) = reading.signal else {
+            if index.is_some_and(|i| self.hosted.hides(i)) {
+                return self.numbering.drop_pending();
+            }
             return self.forward(event, &data, upstream);
         };
         let before = signal.injects_before();
+        let (hidden_item, sighted) = if self.is_hosted() {
+            let sighted = match &signal {
+                Signal::CallAdded(item) | Signal::CallDone(item) => Some(item.call_id.to_string()),
+                Signal::Output { call_id, .. } => Some(call_id.to_string()),
+                _ => None,
+            };
+            (self.before_hosted_signal(&signal, &data, index), sighted)
+        } else {
+            (false, None)
+        };
         self.track(signal, now);
+        self.open_hosted();
+        if let Some(call_id) = sighted {
+            self.hosted.see(&call_id);
+        }
+        if hidden_item || index.is_some_and(|i| self.hosted.hides(i)) {
+            self.inject(now);
+            return self.numbering.drop_pending();
+        }
         if before {
             self.inject(now);
             self.forward(event, &data, upstream);
         } else {
             self.forward(event, &data, upstream);
             self.inject(now);
+        }
+    }
+
+    /// Profile `hosted`, before a signal is tracked. Whether a call id is hosted is decided
+    /// once per response, at its first sighting: every later item of a hosted call id (a call
+    /// item seen again, its output) is hidden too, and a call id first seen as the client's is
+    /// never hosted. The gateway's items of a hosted call are kept for the store, and its output
+    /// gives up its index. Returns whether the event is dropped whatever its index says.
+    fn before_hosted_signal(
+        &mut self,
+        signal: &Signal<'_>,
+        data: &[u8],
+        index: Option<u64>,
+    ) -> bool {
+        match signal {
+            Signal::CallAdded(item) | Signal::CallDone(item)
+                if self.hosted.contains(&item.call_id) =>
+            {
+                if matches!(signal, Signal::CallDone(_))
+                    && let Some(json) = responses::item_json(data)
+                {
+                    self.hosted.keep_call_item(&item.call_id, json);
+                }
+                if let Some(i) = index {
+                    self.hosted.hide(i);
+                }
+                true
+            }
+            Signal::Output { call_id, .. } if self.hosted.contains(call_id) => {
+                if let Some(call) = self.tracker.call(call_id) {
+                    // The first sight of the output: the pair goes to the store.
+                    let (call_id, name, arguments) = (
+                        call.call_id.clone(),
+                        call.name.clone(),
+                        call.arguments.clone(),
+                    );
+                    let call_item = self.hosted.take_call_item(&call_id).unwrap_or_else(|| {
+                        serde_json::json!({
+                            "type": "function_call", "call_id": call_id, "name": name,
+                            "arguments": arguments, "status": "completed",
+                        })
+                        .to_string()
+                    });
+                    if let Some(output_item) = responses::item_json(data) {
+                        let id = self.config.hosted.key.id_for(&call_id, self.nonce);
+                        let output_item = output_item.to_string();
+                        self.observe(Observation::HostedPair {
+                            id,
+                            call_id,
+                            call_item,
+                            output_item,
+                        });
+                    }
+                }
+                match index {
+                    Some(i) if self.hosted.hides(i) => true,
+                    Some(i) if self.indices.remove(i) => {
+                        self.hosted.hide(i);
+                        true
+                    }
+                    Some(_) => {
+                        self.stats.hosted_outputs_shown += 1;
+                        false
+                    }
+                    None => true,
+                }
+            }
+            Signal::ArgumentsDelta { item_id, .. } => {
+                let call = self
+                    .tracker
+                    .open_calls()
+                    .iter()
+                    .find(|c| c.item_id == *item_id);
+                call.is_some_and(|c| self.hosted.contains(&c.call_id))
+            }
+            _ => false,
+        }
+    }
+
+    /// Profile `hosted`: every call that just started and is the gateway's to run is shown as a
+    /// hosted item at its `function_call`'s index, whose events are dropped from now on.
+    fn open_hosted(&mut self) {
+        if !self.is_hosted() {
+            return;
+        }
+        for i in 0..self.transitions.len() {
+            let transition = &self.transitions[i];
+            let call = &transition.call;
+            let eligible = transition.phase == Phase::Started
+                && call.companion.is_none()
+                && profiles::hosted::hosts(call.kind)
+                && call.call_id.len() <= crate::hosted::id::MAX_CALL_ID_BYTES
+                && !self.client_functions.contains(&call.name)
+                && !self.hosted.was_seen(&call.call_id)
+                && !self.hosted.is_full();
+            let Some(upstream) = call.output_index.filter(|_| eligible) else {
+                continue;
+            };
+            let index = self.indices.map(upstream);
+            let call_id = call.call_id.clone();
+            self.hosted.open(&call_id, upstream);
+            self.tracker.set_companion(&call_id, index);
+            // The call's later transitions (already queued with it) show the item too.
+            for later in &mut self.transitions[i..] {
+                if later.call.call_id == call_id {
+                    later.call.companion = Some(index);
+                }
+            }
         }
     }
 
@@ -515,11 +689,18 @@ impl Rewriter {
     fn forward(&mut self, event: &Event, data: &[u8], upstream: Upstream) {
         let raw = event.raw();
         let renumbered = self.numbering.forward();
+        // Mapped even when resumption drops the event: the index is seen all the same.
+        let index = upstream
+            .output_index
+            .as_ref()
+            .map(|n| self.indices.map(n.value));
         if !self.passes(renumbered) {
             return;
         }
         let mut edits = std::mem::take(&mut self.edits);
-        if upstream.lists_output && !self.companions.is_empty() {
+        if upstream.lists_output && self.is_hosted() && self.hosted.is_active() {
+            edits.extend(self.hosted.listing(data, &self.companions));
+        } else if upstream.lists_output && !self.companions.is_empty() {
             self.companions.insertions(data, &mut edits);
         }
         let mut digits = |number: Option<Number>, new: Option<u64>| {
@@ -530,8 +711,7 @@ impl Rewriter {
             }
         };
         digits(upstream.sequence_number, renumbered);
-        let (index, number) = upstream.output_index.unzip();
-        digits(number, index);
+        digits(upstream.output_index, index);
         if edits.is_empty() {
             self.raw(raw);
         } else {
@@ -549,7 +729,8 @@ impl Rewriter {
     /// call id already had one in this response or the limits are reached.
     fn open_companion(&mut self, transition: &mut Transition) {
         let call = &mut transition.call;
-        if transition.phase != Phase::Running
+        if self.is_hosted()
+            || transition.phase != Phase::Running
             || call.companion.is_some()
             || !openai::shows(call.kind)
             || !self.has_companions()
@@ -578,7 +759,7 @@ impl Rewriter {
         for i in 0..self.profiles.len() {
             let (profile, from) = (self.profiles[i], self.new_events.len());
             profile.render(transition, context, &mut self.new_events);
-            if profile == Profile::OpenAi {
+            if matches!(profile, Profile::OpenAi | Profile::Hosted) {
                 self.keep_companion(transition, from);
             }
         }
@@ -648,6 +829,8 @@ impl Rewriter {
         let context = Context {
             config: &config,
             wall,
+            hosted: self.is_hosted(),
+            nonce: self.nonce,
         };
         let mut transitions = std::mem::take(&mut self.transitions);
         for mut transition in transitions.drain(..) {
@@ -766,8 +949,7 @@ fn concat(mut pieces: Vec<Bytes>) -> Bytes {
 /// What an upstream event's numbers are, and whether it lists the response's output.
 struct Upstream {
     sequence_number: Option<Number>,
-    /// The client's index and the upstream's.
-    output_index: Option<(u64, Number)>,
+    output_index: Option<Number>,
     lists_output: bool,
 }
 

@@ -1,0 +1,191 @@
+//! Hosted item ids: `tph_` + the gateway's `call_id` (base64url) + `.` + the stream's nonce
+//! (16 hex digits) + `.` + an HMAC-SHA256 of both under the deployment's key (the first 16
+//! bytes, hex). Only a holder of the key can make an id that names a call, so a client cannot
+//! name another user's call by guessing its id; the nonce makes the ids of two streams differ
+//! even where a gateway reuses call ids (many number them per response), so the store, keyed by
+//! the whole id, never hands one user's pair to another; and a verified id gives back the
+//! `call_id` without a lookup (a restart loses nothing for items that carry their own content).
+
+use std::sync::LazyLock;
+
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use hmac::{Hmac, KeyInit, Mac};
+use sha2::Sha256;
+
+/// The prefix of hosted item ids (distinct from the companions' `tp_`).
+pub const PREFIX: &str = "tph_";
+
+/// Bytes of the MAC kept in an id: 128 bits.
+const MAC_BYTES: usize = 16;
+
+/// The longest `call_id` put in an id; a longer one gets no hosted item (ids stay short).
+pub const MAX_CALL_ID_BYTES: usize = 256;
+
+/// A key for hosted ids. Its `Debug` never shows it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Key(Vec<u8>);
+
+impl std::fmt::Debug for Key {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Key([REDACTED])")
+    }
+}
+
+/// This process's key, used when the config names none: random, and the same for every config
+/// the process loads, so a reload does not orphan the ids already given out.
+static PROCESS_KEY: LazyLock<Key> = LazyLock::new(|| {
+    let mut bytes = [0u8; 32];
+    // An OS without randomness cannot run a TLS client either; a zero key still gives ids
+    // that verify within the process, only forgeable: say so loudly.
+    if getrandom::fill(&mut bytes).is_err() {
+        tracing::error!("no randomness for the hosted id key: set [hosted] key");
+    }
+    Key(bytes.to_vec())
+});
+
+impl Key {
+    pub fn new(secret: &[u8]) -> Key {
+        Key(secret.to_vec())
+    }
+
+    /// The process's random key.
+    pub fn process() -> Key {
+        PROCESS_KEY.clone()
+    }
+
+    fn mac(&self, call_id: &str, nonce: u64) -> [u8; MAC_BYTES] {
+        // `new_from_slice` takes keys of any length for HMAC.
+        let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(&self.0)
+            .unwrap_or_else(|_| unreachable!("HMAC takes any key length"));
+        mac.update(&nonce.to_be_bytes());
+        mac.update(call_id.as_bytes());
+        let full = mac.finalize().into_bytes();
+        let mut out = [0u8; MAC_BYTES];
+        out.copy_from_slice(&full[..MAC_BYTES]);
+        out
+    }
+
+    /// The hosted item id for `call_id` in the stream with `nonce`.
+    pub fn id_for(&self, call_id: &str, nonce: u64) -> String {
+        let mut id = String::with_capacity(PREFIX.len() + call_id.len() * 4 / 3 + 52);
+        id.push_str(PREFIX);
+        URL_SAFE_NO_PAD.encode_string(call_id, &mut id);
+        id.push('.');
+        push_hex(&mut id, &nonce.to_be_bytes());
+        id.push('.');
+        push_hex(&mut id, &self.mac(call_id, nonce));
+        id
+    }
+
+    /// The `call_id` an id names, when it is one this key made; `None` otherwise (not ours, or
+    /// made under another key).
+    pub fn verify(&self, id: &str) -> Option<String> {
+        let rest = id.strip_prefix(PREFIX)?;
+        let (encoded, rest) = rest.split_once('.')?;
+        let (nonce, mac) = rest.split_once('.')?;
+        if encoded.len() > MAX_CALL_ID_BYTES * 4 / 3 + 4
+            || nonce.len() != 16
+            || mac.len() != MAC_BYTES * 2
+        {
+            return None;
+        }
+        let call_id = String::from_utf8(URL_SAFE_NO_PAD.decode(encoded).ok()?).ok()?;
+        let mut nonce_bytes = [0u8; 8];
+        read_hex(nonce, &mut nonce_bytes)?;
+        let expected = self.mac(&call_id, u64::from_be_bytes(nonce_bytes));
+        let mut given = [0u8; MAC_BYTES];
+        read_hex(mac, &mut given)?;
+        // Constant time, as MACs are compared.
+        let diff = expected
+            .iter()
+            .zip(given)
+            .fold(0u8, |acc, (a, b)| acc | (a ^ b));
+        (diff == 0).then_some(call_id)
+    }
+}
+
+const HEX: &[u8; 16] = b"0123456789abcdef";
+
+fn push_hex(out: &mut String, bytes: &[u8]) {
+    for byte in bytes {
+        out.push(char::from(HEX[usize::from(byte >> 4)]));
+        out.push(char::from(HEX[usize::from(byte & 15)]));
+    }
+}
+
+/// Lowercase hex into `out` (exactly its length's worth).
+fn read_hex(text: &str, out: &mut [u8]) -> Option<()> {
+    if text.len() != out.len() * 2 {
+        return None;
+    }
+    for (i, pair) in text.as_bytes().chunks(2).enumerate() {
+        out[i] = (hex_value(pair[0])? << 4) | hex_value(pair[1])?;
+    }
+    Some(())
+}
+
+fn hex_value(c: u8) -> Option<u8> {
+    match c {
+        b'0'..=b'9' => Some(c - b'0'),
+        b'a'..=b'f' => Some(c - b'a' + 10),
+        _ => None,
+    }
+}
+
+/// Whether `id` has the shape of a hosted id (verified or not).
+pub fn is_hosted(id: &str) -> bool {
+    id.starts_with(PREFIX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_verify_under_their_key_only() {
+        let key = Key::new(b"deployment secret");
+        let id = key.id_for("call_web_1", 7);
+        assert!(id.starts_with("tph_"));
+        assert_eq!(key.verify(&id).as_deref(), Some("call_web_1"));
+        assert_eq!(Key::new(b"another").verify(&id), None);
+        assert_eq!(key.id_for("call_web_1", 7), id, "stable");
+        assert_ne!(key.id_for("call_web_2", 7), id);
+        assert_ne!(
+            key.id_for("call_web_1", 8),
+            id,
+            "another stream, another id"
+        );
+        let other_stream = key.id_for("call_web_1", 8);
+        assert_eq!(key.verify(&other_stream).as_deref(), Some("call_web_1"));
+    }
+
+    #[test]
+    fn forged_and_malformed_ids_do_not_verify() {
+        let key = Key::new(b"k");
+        let id = key.id_for("call_1", 1);
+        let (head, mac) = id.rsplit_once('.').expect("a dot");
+        let other = key.id_for("call_2", 1);
+        let other_mac = other.rsplit_once('.').expect("a dot").1;
+        let nonce_swapped = id.replace(".0000000000000001.", ".0000000000000002.");
+        for forged in [
+            format!("{head}.{other_mac}"),
+            format!("{head}.{}", "0".repeat(32)),
+            format!("{head}.{}", &mac[..30]),
+            format!("{head}.{}", mac.to_uppercase()),
+            nonce_swapped,
+            format!("tp_{}", &id[4..]),
+            "tph_..".into(),
+            "tph_".into(),
+            format!("tph_{}.0000000000000001.{mac}", "A".repeat(1000)),
+        ] {
+            assert_eq!(key.verify(&forged), None, "{forged}");
+        }
+    }
+
+    #[test]
+    fn the_process_key_is_one_per_process() {
+        assert_eq!(Key::process(), Key::process());
+        assert_eq!(format!("{:?}", Key::process()), "Key([REDACTED])");
+    }
+}

@@ -1,0 +1,429 @@
+//! The checker for outputs of profile `hosted` (docs/hosted.md), written from the contract and
+//! not from the rewriter's code: it finds the hosted items in the output (ids `tph_`), works out
+//! from the input which upstream items they replace, and checks that
+//!
+//! 1. every other upstream event reaches the output, in order, changed only in its numbers
+//!    (and, where it lists `response.output`, in that list: hosted items where their calls
+//!    were, in their last state, and no hidden output);
+//! 2. every hosted item is added once (in progress), opened by exactly one `in_progress`, closed
+//!    by exactly one terminal event, then done once; each of its events names it by id and index,
+//!    with the family of its type;
+//! 3. `sequence_number`s are consecutive wherever the input's were;
+//! 4. the client's rules hold on the output where they held on the input: items added at the
+//!    next index, each item-scoped event at an item already added, of its id.
+
+use std::collections::{HashMap, HashSet};
+
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use serde_json::{Map, Value};
+
+use super::{PAYLOAD_TYPES, Report, json_of, lifecycle_step, split};
+use crate::sse::Event;
+
+const PREFIX: &str = "tph_";
+
+/// Whether `output` shows hosted items (then [`check`] applies rather than the companion one).
+pub fn applies(output: &[u8]) -> bool {
+    memchr::memmem::find(output, b"\"tph_").is_some()
+}
+
+/// The `call_id` a hosted id carries.
+fn call_id_of(id: &str) -> Option<String> {
+    let encoded = id.strip_prefix(PREFIX)?.split('.').next()?;
+    String::from_utf8(URL_SAFE_NO_PAD.decode(encoded).ok()?).ok()
+}
+
+fn text<'a>(json: &'a Map<String, Value>, key: &str) -> Option<&'a str> {
+    json.get(key).and_then(Value::as_str)
+}
+
+fn item_field<'a>(json: &'a Map<String, Value>, key: &str) -> Option<&'a str> {
+    json.get("item")
+        .and_then(|i| i.get(key))
+        .and_then(Value::as_str)
+}
+
+fn index(json: &Map<String, Value>) -> Option<u64> {
+    json.get("output_index").and_then(Value::as_u64)
+}
+
+fn number(json: &Map<String, Value>) -> Option<u64> {
+    json.get("sequence_number").and_then(Value::as_u64)
+}
+
+/// A hosted item as the output showed it.
+#[derive(Default)]
+struct Hosted {
+    kind: String,
+    index: Option<u64>,
+    opened: bool,
+    closed: bool,
+    done: bool,
+    last: Value,
+}
+
+pub fn check(input: &[u8], output: &[u8], max_event_bytes: usize) -> Result<Report, String> {
+    let (inputs, input_tail) = split(input);
+    let (outputs, output_tail) = split(output);
+    if output_tail != input_tail {
+        return Err("the unterminated tail of the input is not the end of the output".into());
+    }
+    let ends_inside_oversize = input_tail.len() > max_event_bytes;
+    let in_json: Vec<Option<Map<String, Value>>> = inputs.iter().map(json_of).collect();
+    let out_json: Vec<Option<Map<String, Value>>> = outputs.iter().map(json_of).collect();
+
+    // Per response (`response.created` starts one, in the input and the output alike): the
+    // calls shown as hosted items, and the outputs shown as they are.
+    let mut responses: Vec<(HashSet<String>, HashSet<String>)> = vec![Default::default()];
+    for json in out_json.iter().flatten() {
+        if text(json, "type") == Some("response.created") {
+            responses.push(Default::default());
+        }
+        let (hosted, shown) = responses.last_mut().ok_or("no response")?;
+        if let Some(id) = item_field(json, "id").filter(|id| id.starts_with(PREFIX)) {
+            hosted.insert(call_id_of(id).ok_or(format!("hosted id {id:?} names no call"))?);
+        }
+        if item_field(json, "type") == Some("function_call_output")
+            && let Some(call_id) = item_field(json, "call_id")
+        {
+            shown.insert(call_id.to_string());
+        }
+    }
+    let hosted_calls: HashSet<String> = responses.iter().flat_map(|r| r.0.clone()).collect();
+    let hidden = hidden_inputs(&in_json, &responses);
+    let expected: Vec<usize> = (0..inputs.len()).filter(|i| !hidden[*i]).collect();
+
+    let mut report = Report::default();
+    let mut items: HashMap<String, Hosted> = HashMap::new();
+    let mut payload_open = HashSet::new();
+    let mut next = 0;
+    for (k, out) in outputs.iter().enumerate() {
+        let at = |e: String| format!("output event {k}: {e}");
+        if let Some(&i) = expected.get(next)
+            && matches(
+                &inputs[i],
+                &in_json[i],
+                out,
+                &out_json[k],
+                &hosted_calls,
+                &items,
+            )
+            .map_err(at)?
+        {
+            next += 1;
+            report.upstream_events += 1;
+            report.renumbered += usize::from(inputs[i].raw() != out.raw());
+            continue;
+        }
+        if &out.raw()[..] == crate::sse::HEARTBEAT {
+            report.heartbeats += 1;
+            continue;
+        }
+        let json = out_json[k]
+            .as_ref()
+            .ok_or_else(|| at("neither upstream nor JSON".into()))?;
+        let kind = text(json, "type").unwrap_or_default();
+        if json.contains_key("error") && !PAYLOAD_TYPES.contains(&kind) {
+            let wanted = expected
+                .get(next)
+                .map(|&i| String::from_utf8_lossy(inputs[i].raw()));
+            return Err(at(format!(
+                "an injected event with a top-level `error` (the next upstream event due: {wanted:?})"
+            )));
+        }
+        report.injected_events += 1;
+        if PAYLOAD_TYPES.contains(&kind) {
+            let (family, id, step) = lifecycle_step(kind, json).map_err(at)?;
+            let key = (family, id);
+            match step {
+                super::Step::Open if !payload_open.insert(key.clone()) => {
+                    return Err(at(format!("{kind} opened twice")));
+                }
+                super::Step::Close if !payload_open.remove(&key) => {
+                    return Err(at(format!("{kind} without its opening")));
+                }
+                _ => {}
+            }
+            continue;
+        }
+        see_hosted_event(kind, json, &mut items).map_err(at)?;
+    }
+    if next != expected.len() {
+        return Err(format!(
+            "input event {} of {} never reached the output",
+            expected[next],
+            inputs.len()
+        ));
+    }
+    if !ends_inside_oversize {
+        if let Some((id, _)) = items.iter().find(|(_, h)| !h.done) {
+            return Err(format!("hosted item {id} never done"));
+        }
+        if let Some(key) = payload_open.iter().next() {
+            return Err(format!("{key:?} never closed"));
+        }
+    }
+    check_numbers(&in_json, &out_json)?;
+    if client_rules(&in_json).is_ok() {
+        client_rules(&out_json).map_err(|e| format!("the output breaks a client rule: {e}"))?;
+    }
+    Ok(report)
+}
+
+/// Which input events belong to hidden items: the `function_call` of a hosted call, its
+/// `function_call_output` unless the output shows it, and every event at their indices.
+fn hidden_inputs(
+    inputs: &[Option<Map<String, Value>>],
+    responses: &[(HashSet<String>, HashSet<String>)],
+) -> Vec<bool> {
+    let mut hidden_indices = HashSet::new();
+    let mut hidden_items = HashSet::new();
+    let mut response = 0;
+    let none = (HashSet::new(), HashSet::new());
+    inputs
+        .iter()
+        .map(|json| {
+            let Some(json) = json else { return false };
+            if text(json, "type") == Some("response.created") {
+                hidden_indices.clear();
+                response += 1;
+            }
+            let (hosted, shown_outputs) = responses.get(response).unwrap_or(&none);
+            let call_id = item_field(json, "call_id").filter(|c| hosted.contains(*c));
+            let hides = match (item_field(json, "type"), call_id) {
+                (Some("function_call"), Some(_)) => true,
+                (Some("function_call_output"), Some(c)) => !shown_outputs.contains(c),
+                _ => false,
+            };
+            if hides {
+                hidden_indices.extend(index(json));
+                hidden_items.extend(item_field(json, "id").map(str::to_string));
+                return true;
+            }
+            index(json).is_some_and(|i| hidden_indices.contains(&i))
+                || text(json, "item_id").is_some_and(|id| hidden_items.contains(id))
+        })
+        .collect()
+}
+
+/// Whether output event `out` is input event `inp`, changed only as allowed (an error when it
+/// is changed beyond that).
+fn matches(
+    inp: &Event,
+    inp_json: &Option<Map<String, Value>>,
+    out: &Event,
+    out_json: &Option<Map<String, Value>>,
+    hosted: &HashSet<String>,
+    items: &HashMap<String, Hosted>,
+) -> Result<bool, String> {
+    if inp.raw() == out.raw() {
+        return Ok(true);
+    }
+    let (Some(a), Some(b)) = (inp_json, out_json) else {
+        return Ok(false);
+    };
+    let strip = |json: &Map<String, Value>| {
+        let mut json = json.clone();
+        json.remove("sequence_number");
+        json.remove("output_index");
+        if let Some(Value::Object(response)) = json.get_mut("response") {
+            response.remove("output");
+        }
+        json
+    };
+    if strip(a) != strip(b) {
+        return Ok(false);
+    }
+    let listed = |json: &Map<String, Value>| {
+        json.get("response")
+            .and_then(|r| r.get("output"))
+            .and_then(Value::as_array)
+            .cloned()
+    };
+    match (listed(a), listed(b)) {
+        (None, None) => {}
+        (Some(before), Some(after)) => {
+            // The input's list with each hosted call replaced by its item, its output left out.
+            let mut want = Vec::new();
+            for item in before {
+                let call_id = item.get("call_id").and_then(Value::as_str);
+                let kind = item.get("type").and_then(Value::as_str);
+                match (kind, call_id.filter(|c| hosted.contains(*c))) {
+                    (Some("function_call"), Some(c)) => {
+                        let hosted_item = items
+                            .iter()
+                            .find(|(id, _)| call_id_of(id).as_deref() == Some(c));
+                        match hosted_item {
+                            Some((_, h)) => want.push(h.last.clone()),
+                            None => want.push(item),
+                        }
+                    }
+                    (Some("function_call_output"), Some(_)) if !after.contains(&item) => {}
+                    _ => want.push(item),
+                }
+            }
+            if want != after {
+                return Err("response.output does not list the hosted items where their calls were, in their last state".into());
+            }
+        }
+        _ => return Err("response.output appeared or went".into()),
+    }
+    if !super::upstream::same_but_digits(inp.raw(), out.raw()) && listed(a).is_none() {
+        return Err("changed beyond its numbers".into());
+    }
+    Ok(true)
+}
+
+/// An injected event of a hosted item.
+fn see_hosted_event(
+    kind: &str,
+    json: &Map<String, Value>,
+    items: &mut HashMap<String, Hosted>,
+) -> Result<(), String> {
+    if let Some(item) = json.get("item") {
+        let id = item.get("id").and_then(Value::as_str).unwrap_or_default();
+        let item_kind = item.get("type").and_then(Value::as_str).unwrap_or_default();
+        if !id.starts_with(PREFIX)
+            || !matches!(
+                item_kind,
+                "mcp_call" | "web_search_call" | "file_search_call"
+            )
+        {
+            return Err(format!("an injected {item_kind:?} item with id {id:?}"));
+        }
+        let status = item.get("status").and_then(Value::as_str);
+        match kind {
+            "response.output_item.added" => {
+                if items.contains_key(id) {
+                    return Err(format!("hosted item {id} added twice"));
+                }
+                if status != Some("in_progress") {
+                    return Err(format!("hosted item {id} added {status:?}"));
+                }
+                let hosted = Hosted {
+                    kind: item_kind.to_string(),
+                    index: index(json),
+                    last: item.clone(),
+                    ..Hosted::default()
+                };
+                items.insert(id.to_string(), hosted);
+            }
+            "response.output_item.done" => {
+                let h = items.get_mut(id).ok_or(format!("{id} done, never added"))?;
+                if h.done || !h.closed {
+                    return Err(format!("{id} done twice or before its terminal event"));
+                }
+                if h.kind != item_kind || h.index != index(json) {
+                    return Err(format!("{id} done with another type or index"));
+                }
+                if !matches!(status, Some("completed" | "failed")) {
+                    return Err(format!("{id} done {status:?}"));
+                }
+                h.done = true;
+                h.last = item.clone();
+            }
+            _ => return Err(format!("{kind} carries an item")),
+        }
+        return Ok(());
+    }
+    let id = text(json, "item_id").ok_or(format!("{kind} without item_id"))?;
+    let h = items.get_mut(id).ok_or(format!(
+        "{kind} for {id:?}, an item the client does not have"
+    ))?;
+    let (family, step) = kind
+        .rsplit_once('.')
+        .ok_or(format!("event type {kind:?}"))?;
+    let family = family.strip_prefix("response.").unwrap_or(family);
+    let family = family.strip_suffix("_arguments").unwrap_or(family);
+    if family != h.kind {
+        return Err(format!("{kind} names a {} item", h.kind));
+    }
+    if index(json) != h.index {
+        return Err(format!("{kind} not at its item's output_index"));
+    }
+    if h.done || h.closed {
+        return Err(format!("{kind} for {id} after it was closed"));
+    }
+    match step {
+        "in_progress" if h.opened => return Err(format!("a second {kind}")),
+        "in_progress" => h.opened = true,
+        _ if !h.opened => return Err(format!("{kind} before in_progress")),
+        "completed" | "failed" => h.closed = true,
+        "searching" | "progress" | "delta" | "done" => {}
+        _ => return Err(format!("unknown event type {kind:?}")),
+    }
+    Ok(())
+}
+
+/// Output numbers are consecutive within each response wherever the input's were.
+fn check_numbers(
+    inputs: &[Option<Map<String, Value>>],
+    outputs: &[Option<Map<String, Value>>],
+) -> Result<(), String> {
+    let dense = |events: &[Option<Map<String, Value>>]| -> Result<(), String> {
+        let mut last: Option<u64> = None;
+        for json in events.iter().flatten() {
+            let Some(n) = number(json) else { continue };
+            match last {
+                Some(prev) if n != prev + 1 && n > prev => {
+                    return Err(format!("sequence_number {n} after {prev}"));
+                }
+                _ => last = Some(n),
+            }
+        }
+        Ok(())
+    };
+    if dense(inputs).is_ok() {
+        dense(outputs)?;
+    }
+    Ok(())
+}
+
+/// The strict clients' rules on one stream: per response, each item added at the next index
+/// after the first, with an id not seen before; each item-scoped event at an added item (its
+/// id where it names one); `output_item.done` keeps the item's type and id.
+pub fn client_rules(events: &[Option<Map<String, Value>>]) -> Result<(), String> {
+    let mut added: HashMap<u64, (String, String)> = HashMap::new();
+    let mut next: Option<u64> = None;
+    for (k, json) in events.iter().enumerate() {
+        let Some(json) = json else { continue };
+        let kind = text(json, "type").unwrap_or_default();
+        if kind == "response.created" {
+            added.clear();
+            next = None;
+        }
+        let Some(i) = index(json) else { continue };
+        let id = item_field(json, "id").unwrap_or_default().to_string();
+        let item_kind = item_field(json, "type").unwrap_or_default().to_string();
+        match kind {
+            "response.output_item.added" => {
+                if next.is_some_and(|n| n != i) {
+                    return Err(format!("event {k}: item added at {i}, not at {next:?}"));
+                }
+                if added.values().any(|(seen, _)| *seen == id) {
+                    return Err(format!("event {k}: item id {id} added twice"));
+                }
+                added.insert(i, (id, item_kind));
+                next = Some(i + 1);
+            }
+            "response.output_item.done" => match added.get(&i) {
+                Some((seen, t)) if *seen == id && *t == item_kind => {}
+                _ => {
+                    return Err(format!(
+                        "event {k}: done at {i} is not the item added there"
+                    ));
+                }
+            },
+            _ => {
+                let Some((seen, _)) = added.get(&i) else {
+                    return Err(format!("event {k}: {kind} at {i}, where no item was added"));
+                };
+                if text(json, "item_id").is_some_and(|id| id != seen) {
+                    return Err(format!("event {k}: {kind} names another item than {seen}"));
+                }
+            }
+        }
+    }
+    Ok(())
+}
