@@ -203,7 +203,29 @@ class _Response:
     calls: dict[str, _Call] = field(default_factory=dict)  # classified calls shown, by call_id
 
 
-class Oracle:
+class _Renumbering:
+    """An upstream event as the client gets it: its number moved by `shift` (injected minus
+    dropped events so far), its `output_index` mapped by the model's `_client_index`."""
+
+    shift: int
+    next_seq: int | None
+
+    def _client_index(self, upstream_index: int) -> int:
+        raise NotImplementedError
+
+    def _upstream(self, event: dict) -> dict:
+        out = copy.deepcopy(event)
+        seq = event.get("sequence_number")
+        if isinstance(seq, int):
+            out["sequence_number"] = seq + self.shift
+            self.next_seq = out["sequence_number"] + 1
+        index = event.get("output_index")
+        if isinstance(index, int):
+            out["output_index"] = self._client_index(index)
+        return out
+
+
+class Oracle(_Renumbering):
     """See the module docstring. `profile` is "openai" or "openai-inline"; `clock` (seconds),
     when given, makes `duration_ms` a number instead of `ANY_MS` (for a stand-in proxy)."""
 
@@ -220,18 +242,6 @@ class Oracle:
     def companions(self) -> bool:
         return self.profile == "openai"
 
-    # -- numbering
-
-    def _upstream(self, event: dict) -> dict:
-        out = copy.deepcopy(event)
-        seq = event.get("sequence_number")
-        if isinstance(seq, int):
-            out["sequence_number"] = seq + self.shift
-            self.next_seq = out["sequence_number"] + 1
-        index = event.get("output_index")
-        if isinstance(index, int):
-            out["output_index"] = self._client_index(index)
-        return out
 
     def _client_index(self, upstream_index: int) -> int:
         r = self.response
@@ -442,7 +452,7 @@ class _HostedResponse:
     calls: dict[str, _HostedCall] = field(default_factory=dict)  # by call_id
 
 
-class HostedOracle:
+class HostedOracle(_Renumbering):
     """Profile `hosted` (docs/hosted.md): feed it the gateway's events in order, one at a time;
     it returns what the client should see at that point. `declared`: the names of the request's
     own `function` tools (those calls are the client's: untouched). `ids`: the `HostedIds` the
@@ -459,17 +469,6 @@ class HostedOracle:
         self.next_seq: int | None = None
 
     # -- numbering
-
-    def _forward(self, event: dict) -> dict:
-        out = copy.deepcopy(event)
-        seq = event.get("sequence_number")
-        if isinstance(seq, int):
-            out["sequence_number"] = seq + self.shift
-            self.next_seq = out["sequence_number"] + 1
-        index = event.get("output_index")
-        if isinstance(index, int):
-            out["output_index"] = self._client_index(index)
-        return out
 
     def _drop(self, event: dict) -> None:
         seq = event.get("sequence_number")
@@ -557,7 +556,7 @@ class HostedOracle:
                 out.append(self._on(call, f"response.{kind}_call.in_progress", name=call.name))
                 return out
 
-        forwarded = self._forward(event)
+        forwarded = self._upstream(event)
         if isinstance((forwarded.get("response") or {}).get("output"), list):
             forwarded["response"]["output"] = self._listing(forwarded["response"]["output"])
         out.append(forwarded)

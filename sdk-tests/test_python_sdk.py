@@ -421,6 +421,23 @@ def _recorded(gateway_addr: str, tag: str) -> list[dict]:
         conn.close()
 
 
+def _replay(client, gateway_addr: str, tag: str, items: list, stream_it: bool) -> dict:
+    """Sends `items` as the next turn's input (streamed or not) and returns the body the gateway
+    got for it."""
+    headers = {gateway.TAG_HEADER: tag}
+    if stream_it:
+        with client.responses.stream(model=gateway.PLAIN_MODEL, input=items, extra_headers=headers) as s:
+            assert s.get_final_response().output_text == gateway.PLAIN_TEXT
+    else:
+        response = client.responses.create(model=gateway.PLAIN_MODEL, input=items, extra_headers=headers)
+        assert response.output_text == gateway.PLAIN_TEXT
+    recorded = _recorded(gateway_addr, tag)
+    assert len(recorded) == 1, recorded
+    body = recorded[0]["body"]
+    assert body is not None, f"the gateway got a body that is not JSON: {recorded[0]['raw']!r}"
+    return body
+
+
 def test_replay_reaches_the_gateway_without_companions(client, gateway_addr):
     """The next turn built from the first response's output, as clients build it, reaches the
     gateway without toolpulse's own items: inline (each output item as an input item, as
@@ -440,17 +457,7 @@ def test_replay_reaches_the_gateway_without_companions(client, gateway_addr):
     for tag, items, stream_it in (("replay-inline", inline, True), ("replay-refs", references, False),
                                   ("replay-inline-nostream", inline, False)):
         assert sum(1 for i in items if i.get("id", "").startswith(contract.COMPANION_PREFIX)) == 4
-        headers = {gateway.TAG_HEADER: tag}
-        if stream_it:
-            with client.responses.stream(model=gateway.PLAIN_MODEL, input=items, extra_headers=headers) as s:
-                assert s.get_final_response().output_text == gateway.PLAIN_TEXT
-        else:
-            response = client.responses.create(model=gateway.PLAIN_MODEL, input=items, extra_headers=headers)
-            assert response.output_text == gateway.PLAIN_TEXT
-        recorded = _recorded(gateway_addr, tag)
-        assert len(recorded) == 1, recorded
-        body = recorded[0]["body"]
-        assert body is not None, f"the gateway got a body that is not JSON: {recorded[0]['raw']!r}"
+        body = _replay(client, gateway_addr, tag, items, stream_it)
         # Exactly the client's input, less the companions (order and content kept).
         assert body["input"] == [i for i in items if not i.get("id", "").startswith(contract.COMPANION_PREFIX)]
         assert body["model"] == gateway.PLAIN_MODEL
@@ -767,16 +774,6 @@ def test_hosted_next_turn_gives_the_gateway_its_own_pairs(hosted_client, gateway
                                   ("hosted-replay-inline-nostream", inline, False),
                                   ("hosted-replay-refs-stream", references, True)):
         assert sum(1 for i in items if i.get("id", "").startswith(contract.HOSTED_PREFIX)) == 4
-        headers = {gateway.TAG_HEADER: tag}
-        if stream_it:
-            with hosted_client.responses.stream(model=gateway.PLAIN_MODEL, input=items, extra_headers=headers) as s:
-                assert s.get_final_response().output_text == gateway.PLAIN_TEXT
-        else:
-            response = hosted_client.responses.create(model=gateway.PLAIN_MODEL, input=items, extra_headers=headers)
-            assert response.output_text == gateway.PLAIN_TEXT
-        recorded = _recorded(gateway_addr, tag)
-        assert len(recorded) == 1, recorded
-        body = recorded[0]["body"]
-        assert body is not None, f"the gateway got a body that is not JSON: {recorded[0]['raw']!r}"
+        body = _replay(hosted_client, gateway_addr, tag, items, stream_it)
         assert body["model"] == gateway.PLAIN_MODEL
         check_next_turn(body, items, ids, 4)

@@ -552,9 +552,13 @@ fn injected_events_match_their_schemas() {
     let schemas = schemas();
     let mut seen = Seen::default();
     let mut problems = Vec::new();
-    let mut profile_sets: Vec<Vec<Profile>> = Profile::ALL.iter().map(|p| vec![*p]).collect();
-    // Every profile at once, but one OpenAI shape: the two cannot go together.
-    let all = Profile::ALL.iter().filter(|p| **p != Profile::OpenAiInline);
+    // `hosted` drops upstream events, which this walk (upstream events found in order) does not
+    // allow: its output is held to the hosted oracle (`invariants::hosted`, the fixture goldens)
+    // and to openai-python's strict types in sdk-tests instead; schemas of its own are to come.
+    let checked = Profile::ALL.iter().filter(|p| **p != Profile::Hosted);
+    let mut profile_sets: Vec<Vec<Profile>> = checked.clone().map(|p| vec![*p]).collect();
+    // Every profile at once, but one OpenAI shape: they cannot go together.
+    let all = checked.filter(|p| **p != Profile::OpenAiInline);
     profile_sets.push(all.copied().collect());
     for input_name in inputs() {
         let input = if input_name == SYNTHETIC {

@@ -92,10 +92,15 @@ proptest! {
     fn upstream_strings_cannot_break_the_framing_of_injected_events(
         strings in [hostile(), hostile(), hostile(), hostile(), hostile()],
         kind in prop::sample::select(vec!["mcp", "web_search", "file_search", "function"]),
+        shape in prop::sample::select(vec![Profile::Hosted, Profile::OpenAi]),
     ) {
         let input = stream(&strings);
         let config = config(kind);
-        let mut rewriter = Rewriter::new(config.clone()).with_profiles(Profile::ALL.to_vec());
+        // Every profile, with one of the shapes that make items (they cannot go together).
+        let others = Profile::ALL.into_iter();
+        let others = others.filter(|p| !toolpulse::profiles::PRESENTATIONS.contains(p));
+        let profiles = std::iter::once(shape).chain(others).collect();
+        let mut rewriter = Rewriter::new(config.clone()).with_profiles(profiles);
         let now = Instant::now();
         let mut out = rewriter.feed(&input, now).to_vec();
         out.extend_from_slice(&rewriter.finish(now + Duration::from_millis(5)));

@@ -23,6 +23,19 @@ pub fn each<'a>(
     de.end()
 }
 
+/// The member `name` of the JSON object `json` (its last occurrence, as clients read it), unless
+/// it is `null`; `None` too when `json` is not one JSON object.
+pub fn get<'a>(json: &'a str, name: &str) -> Option<&'a RawValue> {
+    let mut found = None;
+    each(json, |key, value| {
+        if key == name {
+            found = (value.get() != "null").then_some(value);
+        }
+    })
+    .ok()?;
+    found
+}
+
 /// A JSON string that borrows from the input unless it has escapes.
 #[derive(Deserialize)]
 struct Str<'a>(#[serde(borrow)] Cow<'a, str>);

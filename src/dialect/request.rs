@@ -48,7 +48,7 @@ pub fn rewrite_input(
     mut decide: impl FnMut(&ItemHead<'_>, &RawValue) -> Replace,
 ) -> Option<Vec<u8>> {
     let text = std::str::from_utf8(body).ok()?;
-    let input = top_member(text, "input")?;
+    let input = members::get(text, "input")?;
     let items: Vec<&RawValue> = serde_json::from_str(input.get()).ok()?;
     let mut changed = false;
     let mut kept: Vec<Cow<'_, str>> = Vec::with_capacity(items.len());
@@ -98,7 +98,7 @@ pub fn declared_functions(body: &[u8]) -> Vec<String> {
     }
     let Some(tools) = std::str::from_utf8(body)
         .ok()
-        .and_then(|text| top_member(text, "tools"))
+        .and_then(|text| members::get(text, "tools"))
     else {
         return Vec::new();
     };
@@ -112,18 +112,6 @@ pub fn declared_functions(body: &[u8]) -> Vec<String> {
         .filter(|tool| tool.kind.as_deref() == Some("function"))
         .filter_map(|tool| tool.name.map(Cow::into_owned))
         .collect()
-}
-
-/// A top-level member of a JSON object's text (its last occurrence).
-fn top_member<'a>(text: &'a str, name: &str) -> Option<&'a RawValue> {
-    let mut found = None;
-    members::each(text, |key, value| {
-        if key == name {
-            found = Some(value);
-        }
-    })
-    .ok()?;
-    found
 }
 
 fn is_companion(head: &ItemHead<'_>) -> bool {

@@ -308,23 +308,11 @@ pub struct Listing<'a> {
     pub items: Vec<ListedItem<'a>>,
 }
 
-/// The top-level member `name` of a JSON object's text (its last occurrence), not `null`.
-fn member<'a>(json: &'a str, name: &str) -> Option<&'a RawValue> {
-    let mut found = None;
-    members::each(json, |key, value| {
-        if key == name {
-            found = present(value);
-        }
-    })
-    .ok()?;
-    found
-}
-
 /// The items of the `response.output` array of an event's data; `None` when there is none or
 /// the shape is unexpected.
 pub fn listed_items(data: &[u8]) -> Option<Listing<'_>> {
     let text = std::str::from_utf8(data).ok()?;
-    let output = member(member(text, "response")?.get(), "output")?;
+    let output = members::get(members::get(text, "response")?.get(), "output")?;
     let items = serde_json::from_str::<Vec<&RawValue>>(output.get()).ok()?;
     let start = offset_in(text, output.get());
     let items = items.into_iter().map(|item| {
@@ -352,7 +340,7 @@ pub fn listed_items(data: &[u8]) -> Option<Listing<'_>> {
 /// The `item` member of an event's data, as raw JSON.
 pub fn item_json(data: &[u8]) -> Option<&str> {
     let text = std::str::from_utf8(data).ok()?;
-    Some(member(text, "item")?.get())
+    Some(members::get(text, "item")?.get())
 }
 
 /// What an output item means for tool calls; nothing when it is not an object or a member that

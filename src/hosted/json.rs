@@ -28,56 +28,48 @@ pub fn present(
     config: &Config,
     client_functions: &[String],
     nonce: u64,
+    now: Instant,
 ) -> Option<Presented> {
     let mut response: Value = serde_json::from_slice(body).ok()?;
     let output = response.get_mut("output")?.as_array_mut()?;
+    // The calls the gateway ran that are shown as hosted items.
+    let hosted_calls: Vec<String> = output
+        .iter()
+        .filter(|item| item["type"] == "function_call")
+        .filter_map(|item| Some((item["call_id"].as_str()?, item["name"].as_str()?)))
+        .filter(|(call_id, name)| {
+            hosted::hosts(config.classifier.classify_rule(name).0)
+                && !client_functions.iter().any(|f| f == name)
+                && call_id.len() <= super::id::MAX_CALL_ID_BYTES
+        })
+        .map(|(call_id, _)| call_id.to_string())
+        .collect();
+    if hosted_calls.is_empty() {
+        return None;
+    }
     let context = Context {
         config,
         wall: None,
         hosted: true,
         nonce,
     };
-    let mut pairs = Vec::new();
-    let mut shown = Vec::with_capacity(output.len());
-    let mut hidden_outputs: Vec<String> = Vec::new();
     let items = std::mem::take(output);
-    for item in &items {
-        if item["type"] != "function_call" {
-            continue;
-        }
-        let (Some(call_id), Some(name)) = (item["call_id"].as_str(), item["name"].as_str()) else {
-            continue;
-        };
-        let (kind, _) = config.classifier.classify_rule(name);
-        if !hosted::hosts(kind)
-            || client_functions.iter().any(|f| f == name)
-            || call_id.len() > super::id::MAX_CALL_ID_BYTES
-        {
-            continue;
-        }
-        hidden_outputs.push(call_id.to_string());
-    }
-    if hidden_outputs.is_empty() {
-        *response.get_mut("output")?.as_array_mut()? = items;
-        return None;
-    }
+    let mut pairs = Vec::new();
+    let mut shown = Vec::with_capacity(items.len());
     for item in &items {
         let call_id = item["call_id"].as_str().unwrap_or_default();
-        if !hidden_outputs.iter().any(|c| c == call_id) {
+        let hosted = hosted_calls.iter().any(|c| c == call_id);
+        if !hosted || (item["type"] != "function_call" && item["type"] != "function_call_output") {
             shown.push(item.clone());
             continue;
         }
         if item["type"] == "function_call_output" {
             continue;
         }
-        if item["type"] != "function_call" {
-            shown.push(item.clone());
-            continue;
-        }
         let output = items
             .iter()
             .find(|o| o["type"] == "function_call_output" && o["call_id"] == call_id);
-        let (hosted_item, id) = hosted_item(item, output, &context);
+        let (hosted_item, id) = hosted_item(item, output, &context, now);
         if let Some(output) = output {
             let pair = Pair {
                 call_item: item.to_string(),
@@ -87,22 +79,27 @@ pub fn present(
         }
         shown.push(hosted_item);
     }
-    *response.get_mut("output")?.as_array_mut()? = shown;
+    *output = shown;
     let body = serde_json::to_vec(&response).ok()?;
     Some(Presented { body, pairs })
 }
 
 /// The final hosted item of a `function_call` and its output (if any), and its id.
-fn hosted_item(call: &Value, output: Option<&Value>, context: &Context<'_>) -> (Value, String) {
+fn hosted_item(
+    call: &Value,
+    output: Option<&Value>,
+    context: &Context<'_>,
+    now: Instant,
+) -> (Value, String) {
     let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
     let name = text(&call["name"]);
     let (kind, rule) = context.config.classifier.classify_rule(&name);
-    let now = Instant::now();
     let call = Call {
         call_id: text(&call["call_id"]),
         item_id: text(&call["id"]),
         output_index: None,
         companion: None,
+        hosted_id: None,
         name,
         kind,
         rule,
@@ -165,7 +162,7 @@ mod tests {
             {"type":"function_call_output","id":"o1","call_id":"c1","output":"[1,2]"},
             {"type":"message","id":"msg_1","role":"assistant","content":[]}
         ],"usage":{"total_tokens":3}}"#;
-        let presented = present(body, &config(), &[], 9).expect("changed");
+        let presented = present(body, &config(), &[], 9, Instant::now()).expect("changed");
         let v: Value = serde_json::from_slice(&presented.body).expect("JSON");
         let types: Vec<_> = v["output"]
             .as_array()
@@ -194,8 +191,10 @@ mod tests {
     #[test]
     fn declared_functions_and_plain_responses_are_left_alone() {
         let body = br#"{"output":[{"type":"function_call","call_id":"c1","name":"web_search","arguments":"{}"},{"type":"function_call_output","call_id":"c1","output":"x"}]}"#;
-        assert!(present(body, &config(), &["web_search".into()], 0).is_none());
-        assert!(present(br#"{"output":[{"type":"message"}]}"#, &config(), &[], 0).is_none());
-        assert!(present(b"not json", &config(), &[], 0).is_none());
+        let now = Instant::now();
+        assert!(present(body, &config(), &["web_search".into()], 0, now).is_none());
+        let plain = br#"{"output":[{"type":"message"}]}"#;
+        assert!(present(plain, &config(), &[], 0, now).is_none());
+        assert!(present(b"not json", &config(), &[], 0, now).is_none());
     }
 }

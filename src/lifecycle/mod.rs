@@ -4,6 +4,7 @@
 pub mod classify;
 pub mod track;
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde::Deserialize;
@@ -45,6 +46,8 @@ pub struct Call {
     /// The `output_index` of the call's companion item in the client's stream, once the
     /// rewriter gave it one (profile `openai`).
     pub companion: Option<u64>,
+    /// The id of the call's hosted item, once the rewriter made it one (profile `hosted`).
+    pub hosted_id: Option<Arc<str>>,
     pub name: String,
     pub kind: Kind,
     /// The `[[tools]]` rule of the config that classified the call (for its templates), if any.

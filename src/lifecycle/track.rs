@@ -176,6 +176,14 @@ impl Tracker {
         }
     }
 
+    /// Records that open call `call_id` is shown as hosted item `id` at `output_index` `index`.
+    pub fn set_hosted(&mut self, call_id: &str, index: u64, id: &std::sync::Arc<str>) {
+        if let Some(i) = self.position(call_id) {
+            self.open[i].companion = Some(index);
+            self.open[i].hosted_id = Some(id.clone());
+        }
+    }
+
     fn position(&self, call_id: &str) -> Option<usize> {
         self.open.iter().position(|c| c.call_id == call_id)
     }
@@ -212,6 +220,7 @@ impl Tracker {
             call_id: item.call_id.into_owned(),
             output_index: item.output_index,
             companion: None,
+            hosted_id: None,
             name: item.name.into_owned(),
             kind,
             rule,

@@ -17,7 +17,7 @@
 use serde_json::{Value, json};
 
 use super::Context;
-use super::openai::DEFAULT_SERVER_LABEL;
+use super::openai::server_label;
 use crate::lifecycle::{Call, Kind, Outcome, Phase, ToolOutput, Transition};
 use crate::sse::NewEvent;
 
@@ -29,13 +29,16 @@ pub fn hosts(kind: Kind) -> bool {
     matches!(kind, Kind::Mcp | Kind::WebSearch | Kind::FileSearch)
 }
 
-/// The hosted item's id for `call`.
+/// The hosted item's id for `call`: the one the rewriter gave it, else made now.
 pub fn item_id(call: &Call, context: &Context<'_>) -> String {
-    context
-        .config
-        .hosted
-        .key
-        .id_for(&call.call_id, context.nonce)
+    match &call.hosted_id {
+        Some(id) => id.to_string(),
+        None => context
+            .config
+            .hosted
+            .key
+            .id_for(&call.call_id, context.nonce),
+    }
 }
 
 /// The events of `transition` for a call shown as a hosted item (others: nothing).
@@ -130,10 +133,7 @@ pub fn item(
     };
     match call.kind {
         Kind::Mcp => {
-            let label = context
-                .templates(call)
-                .and_then(|t| t.server_label.as_deref())
-                .unwrap_or(DEFAULT_SERVER_LABEL);
+            let label = server_label(call, context);
             let text = end.and_then(|(_, output)| output).map(|o| o.text.as_str());
             let (output, error) = match end {
                 None => (Value::Null, Value::Null),
@@ -191,7 +191,6 @@ pub fn queries(args: &Value) -> Value {
     }
 }
 
-/// The events and final item of a call, for tests.
 #[cfg(test)]
 mod tests {
     use std::time::{Duration, Instant};
@@ -207,6 +206,7 @@ mod tests {
             item_id: "fc_1".into(),
             output_index: Some(2),
             companion: Some(2),
+            hosted_id: None,
             name: "tool".into(),
             kind,
             rule: None,

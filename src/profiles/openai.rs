@@ -150,6 +150,14 @@ fn lifecycle(
     }
 }
 
+/// The `server_label` of an MCP call's item: its `[[tools]]` rule's, else the default.
+pub fn server_label<'a>(call: &Call, context: &'a Context<'_>) -> &'a str {
+    context
+        .templates(call)
+        .and_then(|t| t.server_label.as_deref())
+        .unwrap_or(DEFAULT_SERVER_LABEL)
+}
+
 /// The companion item: in progress (`end` is `None`) or in its final state.
 fn companion_item(
     call: &Call,
@@ -166,10 +174,7 @@ fn companion_item(
     match call.kind {
         Kind::Mcp => {
             let sanitizer = &context.config.sanitizer;
-            let label = context
-                .templates(call)
-                .and_then(|t| t.server_label.as_deref())
-                .unwrap_or(DEFAULT_SERVER_LABEL);
+            let label = server_label(call, context);
             let mut item = json!({
                 "type": "mcp_call",
                 "id": id,
@@ -202,14 +207,10 @@ fn companion_item(
             json!({"type": "web_search_call", "id": id, "status": status, "action": action})
         }
         _ => {
-            let queries = match (args.get("queries"), args.get("query")) {
-                (Some(Value::Array(list)), _) if list.iter().all(Value::is_string) => {
-                    Value::Array(list.clone())
-                }
-                (_, Some(query @ Value::String(_))) => Value::Array(vec![query.clone()]),
-                _ => json!([]),
-            };
-            let queries = context.config.sanitizer.value(queries);
+            let queries = context
+                .config
+                .sanitizer
+                .value(super::hosted::queries(&args));
             json!({"type": "file_search_call", "id": id, "status": status, "queries": queries})
         }
     }
@@ -230,6 +231,7 @@ mod tests {
             item_id: "fc_1".into(),
             output_index: Some(2),
             companion: Some(3),
+            hosted_id: None,
             name: "tool".into(),
             kind,
             rule: None,

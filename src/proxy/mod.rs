@@ -372,11 +372,11 @@ impl Proxy {
                 return Ok(ProxyBody::full(bytes::Bytes::new()));
             }
         };
-        let Some(presented) = crate::hosted::json::present(&whole, config, client_functions, nonce)
-        else {
+        let now = std::time::Instant::now();
+        let presented = crate::hosted::json::present(&whole, config, client_functions, nonce, now);
+        let Some(presented) = presented else {
             return Ok(ProxyBody::full(whole));
         };
-        let now = std::time::Instant::now();
         for (id, pair) in presented.pairs {
             self.store.put(&id, pair, now);
             self.metrics.hosted_pairs_stored.inc();

@@ -84,7 +84,6 @@ pub enum Observation {
     /// the next turn (profile `hosted`).
     HostedPair {
         id: String,
-        call_id: String,
         /// The `function_call` item as the gateway sent it done.
         call_item: String,
         /// The `function_call_output` item as the gateway sent it.
@@ -567,30 +566,25 @@ impl Rewriter {
                 true
             }
             Signal::Output { call_id, .. } if self.hosted.contains(call_id) => {
-                if let Some(call) = self.tracker.call(call_id) {
-                    // The first sight of the output: the pair goes to the store.
-                    let (call_id, name, arguments) = (
-                        call.call_id.clone(),
-                        call.name.clone(),
-                        call.arguments.clone(),
-                    );
-                    let call_item = self.hosted.take_call_item(&call_id).unwrap_or_else(|| {
-                        serde_json::json!({
-                            "type": "function_call", "call_id": call_id, "name": name,
-                            "arguments": arguments, "status": "completed",
+                if let Some(call) = self.tracker.call(call_id)
+                    && let (Some(id), Some(output_item)) =
+                        (call.hosted_id.clone(), responses::item_json(data))
+                {
+                    // The first sight of the output: the pair goes to the store (the call item as
+                    // the gateway sent it done; as the call shows it when that was missed).
+                    let call_item = match self.hosted.take_call_item(call_id) {
+                        Some(item) => item,
+                        None => serde_json::json!({
+                            "type": "function_call", "call_id": call.call_id, "name": call.name,
+                            "arguments": call.arguments, "status": "completed",
                         })
-                        .to_string()
+                        .to_string(),
+                    };
+                    self.observe(Observation::HostedPair {
+                        id: id.to_string(),
+                        call_item,
+                        output_item: output_item.to_string(),
                     });
-                    if let Some(output_item) = responses::item_json(data) {
-                        let id = self.config.hosted.key.id_for(&call_id, self.nonce);
-                        let output_item = output_item.to_string();
-                        self.observe(Observation::HostedPair {
-                            id,
-                            call_id,
-                            call_item,
-                            output_item,
-                        });
-                    }
                 }
                 match index {
                     Some(i) if self.hosted.hides(i) => true,
@@ -605,7 +599,8 @@ impl Rewriter {
                     None => true,
                 }
             }
-            Signal::ArgumentsDelta { item_id, .. } => {
+            // A delta without an index names its item only by id.
+            Signal::ArgumentsDelta { item_id, .. } if index.is_none() => {
                 let call = self
                     .tracker
                     .open_calls()
@@ -638,12 +633,14 @@ impl Rewriter {
             };
             let index = self.indices.map(upstream);
             let call_id = call.call_id.clone();
+            let id: Arc<str> = self.config.hosted.key.id_for(&call_id, self.nonce).into();
             self.hosted.open(&call_id, upstream);
-            self.tracker.set_companion(&call_id, index);
+            self.tracker.set_hosted(&call_id, index, &id);
             // The call's later transitions (already queued with it) show the item too.
             for later in &mut self.transitions[i..] {
                 if later.call.call_id == call_id {
                     later.call.companion = Some(index);
+                    later.call.hosted_id = Some(id.clone());
                 }
             }
         }
@@ -729,8 +726,7 @@ impl Rewriter {
     /// call id already had one in this response or the limits are reached.
     fn open_companion(&mut self, transition: &mut Transition) {
         let call = &mut transition.call;
-        if self.is_hosted()
-            || transition.phase != Phase::Running
+        if transition.phase != Phase::Running
             || call.companion.is_some()
             || !openai::shows(call.kind)
             || !self.has_companions()

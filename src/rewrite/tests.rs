@@ -452,3 +452,59 @@ fn observations_carry_progress_failure_kind_and_output_on_request() {
         .expect("finished");
     assert_eq!(finished, (Some("no_output".to_string()), None));
 }
+
+/// Profile `hosted`: the item is in progress the moment the call is added (before its arguments
+/// and its run), nothing of the gateway's pair reaches the client, and the items after it move
+/// down into the index the output gave up.
+#[test]
+fn hosted_items_open_with_the_call_and_later_items_move_down() {
+    let t0 = Instant::now();
+    let mut r = rewriter(0).with_profiles(vec![Profile::Hosted]);
+    let added = r.feed(&ev(ADDED), t0);
+    let added = text(&added);
+    assert!(
+        added.starts_with("event: response.output_item.added\n"),
+        "{added}"
+    );
+    assert!(added.contains(r#""type":"web_search_call""#), "{added}");
+    assert!(
+        added.contains("response.web_search_call.in_progress"),
+        "{added}"
+    );
+    assert!(
+        !added.contains("function_call"),
+        "the gateway's call is hidden: {added}"
+    );
+    let running = r.feed(&ev(DONE), t0);
+    assert!(text(&running).contains("response.web_search_call.searching"));
+    assert!(!text(&running).contains("function_call"));
+    let output = r.feed(&ev(OUTPUT), t0 + Duration::from_millis(300));
+    let output = text(&output);
+    assert!(!output.contains("function_call_output"), "{output}");
+    let done = event_of(output, "response.output_item.done").expect("the item's end");
+    assert!(done.contains(r#""status":"completed""#), "{done}");
+    let message = r#"{"type":"response.output_item.added","sequence_number":4,"output_index":2,"item":{"id":"msg_1","type":"message","role":"assistant","content":[]}}"#;
+    let message = r.feed(&ev(message), t0);
+    assert!(
+        text(&message).contains(r#""sequence_number":6,"output_index":1,"#),
+        "numbered after the item's 6 events, at the index the output gave up: {}",
+        text(&message)
+    );
+}
+
+/// A call whose name the request declares as a `function` tool is the client's: never hidden.
+#[test]
+fn hosted_leaves_the_clients_declared_functions_alone() {
+    let t0 = Instant::now();
+    let input = [ev(ADDED), ev(DONE), ev(OUTPUT)].concat();
+    let mut r = rewriter(0)
+        .with_profiles(vec![Profile::Hosted])
+        .with_client_functions(vec!["web_search".into()]);
+    let out = whole_stream(&mut r, &input, t0);
+    assert_eq!(out.as_bytes(), &input[..], "untouched");
+    let mut r = rewriter(0)
+        .with_profiles(vec![Profile::Hosted])
+        .with_client_functions(vec!["lookup".into()]);
+    let out = whole_stream(&mut r, &input, t0);
+    assert!(out.contains("web_search_call") && !out.contains("\"function_call\""));
+}
