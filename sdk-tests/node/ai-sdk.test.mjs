@@ -277,9 +277,10 @@ describe(`Vercel AI SDK: ai ${version('ai')}, @ai-sdk/openai ${version('@ai-sdk/
     // The web search shows from its item's output_item.added, while the gateway runs it.
     const web = parts.filter((p) => (p.toolCallId ?? p.id) === calls[0].toolCallId);
     assert.deepEqual(web.map((p) => p.type), ['tool-input-start', 'tool-input-end', 'tool-call', 'tool-result']);
-    // Open question (issue 24's next step): under hosted the SDK's parts for the web search came
-    // 14 ms apart once, though the gateway pauses 250 ms; the order is checked above, the timing
-    // is reported, not asserted, until it is understood.
+    // Open question: on the wire the web_search_call is added 60 ms before it is done (the
+    // gateway's pause; measured through toolpulse), yet streamText's parts for it come 16-18 ms
+    // apart in every run, though @ai-sdk/openai enqueues tool-input-start at output_item.added.
+    // The order is checked above; the time is reported, not asserted, until this is understood.
     console.log(`hosted web search shown running for ${(web[3].at - web[0].at).toFixed(0)} ms`);
   });
 
