@@ -18,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 use crate::admin::{self, Admin};
 use crate::config::{Config, Overrides};
 use crate::mcp::{self, Front};
-use crate::metrics::{Metrics, Outcome};
+use crate::metrics::Outcome;
 use crate::progress::ProgressHub;
 use crate::progress::bus::BusHub;
 use crate::progress::local::LocalHub;
@@ -38,7 +38,25 @@ pub async fn run(
 ) -> anyhow::Result<()> {
     let config = Arc::new(config);
     let mut proxy = Proxy::new(config.clone())?;
-    let hub = progress_hub(&config, proxy.metrics())?;
+    let bus = match &config.progress.bus {
+        Some(bus) => Some(BusHub::start(
+            bus,
+            config.progress.bind_window,
+            proxy.metrics().clone(),
+        )?),
+        None => None,
+    };
+    if let Some(bus) = &bus {
+        if !config.hosted.key_configured {
+            tracing::warn!(
+                "[progress] bus without a [hosted] key (or TOOLPULSE_HOSTED_KEY): each replica \
+                 signs hosted item ids with a key of its own, so a next turn that reaches \
+                 another replica is mapped from the items' content, not from the shared store"
+            );
+        }
+        proxy = proxy.with_shared_pairs(bus.link());
+    }
+    let hub = progress_hub(&config, bus);
     if let Some((streams, _)) = &hub {
         proxy = proxy.with_progress(streams.clone());
     }
@@ -141,21 +159,15 @@ type Hubs = (Arc<LocalHub>, Arc<dyn ProgressHub>);
 /// in-process one, or with `[progress] bus` the one shared through Redis. Either way the proxy
 /// registers its streams in the in-process registry (returned first); the MCP front talks to
 /// the hub.
-fn progress_hub(config: &Config, metrics: &Arc<Metrics>) -> anyhow::Result<Option<Hubs>> {
-    if config.mcp.is_none() {
-        return Ok(None);
-    }
-    let window = config.progress.bind_window;
-    Ok(Some(match &config.progress.bus {
+fn progress_hub(config: &Config, bus: Option<Arc<BusHub>>) -> Option<Hubs> {
+    config.mcp.as_ref()?;
+    Some(match bus {
         None => {
-            let local = LocalHub::new(window);
+            let local = LocalHub::new(config.progress.bind_window);
             (local.clone(), local)
         }
-        Some(bus) => {
-            let hub = BusHub::start(bus, window, metrics.clone())?;
-            (hub.streams(), hub)
-        }
-    }))
+        Some(hub) => (hub.streams(), hub),
+    })
 }
 
 async fn handle_signals(

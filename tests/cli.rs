@@ -13,6 +13,7 @@ fn toolpulse(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_toolpulse"))
         .args(args)
         .env_remove("TOOLPULSE_CONFIG")
+        .env("TOOLPULSE_HOSTED_KEY", FIXTURES_KEY)
         .output()
         .expect("run toolpulse")
 }
@@ -35,6 +36,7 @@ fn rewrite_stdin_with_a_config_from_the_environment() {
     let mut child = Command::new(env!("CARGO_BIN_EXE_toolpulse"))
         .args(["rewrite", "-"])
         .env("TOOLPULSE_CONFIG", fixtures_dir().join("mcp_success.toml"))
+        .env("TOOLPULSE_HOSTED_KEY", FIXTURES_KEY)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()

@@ -12,7 +12,8 @@ use proptest::prelude::*;
 use toolpulse::{Config, invariants};
 
 /// Inputs rewritten with a given config, whose output goes to a given golden file; on top of
-/// every fixture with its own config (`x.toml`) or the defaults.
+/// every fixture with its own config (`x.toml`) or the defaults (profile `hosted`). Each of
+/// these is also rewritten with profile `openai` (companions), golden in `openai/`.
 const RECORDED_GOLDENS: &[(&str, &str, &str)] = &[
     (
         "recordings/openai/issue-19493-gpt-5.1-tool-call.sse",
@@ -82,6 +83,17 @@ fn golden_cases() -> Vec<(String, Config, String)> {
     for (input, config, golden) in RECORDED_GOLDENS {
         cases.push((input.to_string(), config_file(config), golden.to_string()));
     }
+    // The companion shape (`openai`, the default before `hosted`) of the same inputs.
+    let companion: Vec<_> = cases
+        .iter()
+        .filter(|(input, _, golden)| golden != input)
+        .map(|(input, config, golden)| {
+            let mut config = config.clone();
+            config.events.profiles = vec![toolpulse::profiles::Profile::OpenAi];
+            (input.clone(), config, format!("openai/{golden}"))
+        })
+        .collect();
+    cases.extend(companion);
     let base =
         std::fs::read_to_string(fixtures_dir().join("profiles.toml")).expect("profiles.toml");
     for (set, list) in PROFILE_SETS {

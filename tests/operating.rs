@@ -272,8 +272,8 @@ async fn sigterm_drains_readiness_flips_and_stuck_streams_end_with_calls_closed(
         .find(|e| e.contains("\"type\":\"response.output_item.done\""))
         .unwrap_or_default();
     assert!(
-        done.contains("\"id\":\"tp_") && done.contains("\"status\":\"failed\""),
-        "the open companion is done, failed: {text}"
+        done.contains("\"id\":\"tph_") && done.contains("\"status\":\"failed\""),
+        "the open hosted item is done, failed: {text}"
     );
     assert_eq!(tp.wait_exit(), 0);
     release.notify_one();

@@ -177,13 +177,11 @@ pub(super) fn progress(
 }
 
 /// Validates `bus` and `bus_prefix`; `env_url` is [`REDIS_URL_ENV`]'s value, which wins over
-/// the file's. A bus in the file needs the MCP listener (nothing else reports progress); one
-/// from the environment alone is ignored without it, so one deployment-wide variable does not
-/// stop a replica that runs no MCP front.
+/// the file's. The bus carries progress from the MCP listener and keeps the pairs behind hosted
+/// items for every replica, so it is valid with or without the listener.
 pub(super) fn bus(
     raw: &RawProgress,
     env_url: Option<&str>,
-    mcp_runs: bool,
     invalid: Invalid,
 ) -> Result<Option<BusConfig>, ConfigError> {
     let prefix = match &raw.bus_prefix {
@@ -199,17 +197,6 @@ pub(super) fn bus(
             .map_err(|m| invalid("progress.bus".into(), text.span(), m))?,
         (None, None) => return Ok(None),
     };
-    if !mcp_runs {
-        return match &raw.bus {
-            Some(text) => {
-                let message = "the bus carries progress from the MCP listener: add [mcp] \
-                               (listen or servers), or remove bus"
-                    .to_string();
-                Err(invalid("progress.bus".into(), text.span(), message))
-            }
-            None => Ok(None),
-        };
-    }
     Ok(Some(BusConfig { url, prefix }))
 }
 

@@ -146,7 +146,7 @@ pub struct EventsConfig {
 impl Default for EventsConfig {
     fn default() -> Self {
         EventsConfig {
-            profiles: vec![Profile::OpenAi],
+            profiles: vec![Profile::Hosted],
             allowed_profiles: Profile::ALL.to_vec(),
         }
     }
@@ -324,7 +324,7 @@ impl Config {
         let mut progress = mcp::progress(&raw.progress, env_token, &invalid)?;
         let mcp = mcp::mcp(&raw.mcp, &progress, &invalid)?;
         let redis_url = env(REDIS_URL_ENV);
-        progress.bus = mcp::bus(&raw.progress, redis_url.as_deref(), mcp.is_some(), &invalid)?;
+        progress.bus = mcp::bus(&raw.progress, redis_url.as_deref(), &invalid)?;
         let telemetry = telemetry::telemetry(&raw.telemetry, env, &invalid)?;
         let hosted = hosted::hosted(&raw.hosted, env(HOSTED_KEY_ENV).as_deref(), &invalid)?;
 

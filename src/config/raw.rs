@@ -37,7 +37,7 @@ pub(super) struct RawEvents {
 impl Default for RawEvents {
     fn default() -> Self {
         RawEvents {
-            profiles: Spanned::new(0..0, vec![Profile::OpenAi]),
+            profiles: Spanned::new(0..0, vec![Profile::Hosted]),
             allowed_profiles: Profile::ALL.to_vec(),
         }
     }

@@ -140,7 +140,7 @@ fn profiles_templates_kinds_and_sanitizing() {
     );
     assert_eq!(c.failure.kinds(), ["tool_error", "b_failed"]);
     assert_eq!(c.sanitizer.max_payload_bytes(), 100);
-    assert_eq!(Config::default().events.profiles, [Profile::OpenAi]);
+    assert_eq!(Config::default().events.profiles, [Profile::Hosted]);
 }
 
 #[test]
@@ -324,19 +324,15 @@ fn the_progress_bus() {
         (bus.url.expose(), bus.prefix.as_str()),
         ("rediss://:secret@managed:6380/0", "toolpulse")
     );
-    // Without the MCP listener nothing reports progress: a bus in the file is a mistake, one
-    // only in the environment is ignored.
-    let e = error("[progress]\nbus = \"redis://cache:6379\"\n");
-    assert!(
-        e.contains("line 2: progress.bus: the bus carries progress from the MCP listener"),
-        "{e}"
-    );
+    // Without the MCP listener the bus still keeps hosted pairs for every replica.
+    let c = Config::from_toml_str("[progress]\nbus = \"redis://cache:6379\"\n").expect("valid");
+    assert!(c.progress.bus.is_some());
     assert!(
         Config::from_toml_with_env("", &env)
             .expect("valid")
             .progress
             .bus
-            .is_none()
+            .is_some()
     );
 
     let e = error(&format!("{mcp}[progress]\nbus = \"http://cache:6379\"\n"));

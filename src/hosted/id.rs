@@ -22,6 +22,10 @@ const MAC_BYTES: usize = 16;
 /// The longest `call_id` put in an id; a longer one gets no hosted item (ids stay short).
 pub const MAX_CALL_ID_BYTES: usize = 256;
 
+/// The longest hosted id: the prefix, the longest call id in base64url, the nonce, the MAC.
+pub const MAX_ID_BYTES: usize =
+    PREFIX.len() + (MAX_CALL_ID_BYTES * 4).div_ceil(3) + 1 + 16 + 1 + 2 * MAC_BYTES;
+
 /// A key for hosted ids. Its `Debug` never shows it.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Key(Vec<u8>);

@@ -81,6 +81,25 @@ pub fn map_input(
     (out, mapped)
 }
 
+/// The ids of the hosted items (and references to them) in a body's `input` that this
+/// deployment signed: the only ids the store is ever asked for.
+pub fn signed_ids(body: &[u8], key: &Key) -> Vec<String> {
+    let mut ids = Vec::new();
+    if memchr::memmem::find(body, id::PREFIX.as_bytes()).is_none() {
+        return ids;
+    }
+    rewrite_input(body, |head, _| {
+        if let Some(item_id) = head.id.as_deref()
+            && id::is_hosted(item_id)
+            && key.verify(item_id).is_some()
+        {
+            ids.push(item_id.to_string());
+        }
+        Replace::Keep
+    });
+    ids
+}
+
 /// The most faithful pair an item gives by itself: a full `mcp_call` carries name, arguments
 /// and output; a search call its query; an `item_reference` nothing (`None`).
 fn from_content(head: &ItemHead<'_>, item: &RawValue, call_id: &str) -> Option<String> {

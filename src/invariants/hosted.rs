@@ -52,6 +52,14 @@ fn number(json: &Map<String, Value>) -> Option<u64> {
     json.get("sequence_number").and_then(Value::as_u64)
 }
 
+/// What one response of the output shows: its hosted items (call id → hosted id, by the
+/// response they were added in) and the outputs it shows as they are.
+#[derive(Default)]
+struct Shown {
+    hosted: HashMap<String, String>,
+    outputs: HashSet<String>,
+}
+
 /// A hosted item as the output showed it.
 #[derive(Default)]
 struct Hosted {
@@ -75,38 +83,53 @@ pub fn check(input: &[u8], output: &[u8], max_event_bytes: usize) -> Result<Repo
 
     // Per response (`response.created` starts one, in the input and the output alike): the
     // calls shown as hosted items, and the outputs shown as they are.
-    let mut responses: Vec<(HashSet<String>, HashSet<String>)> = vec![Default::default()];
+    let mut responses: Vec<Shown> = vec![Shown::default()];
     for json in out_json.iter().flatten() {
         if text(json, "type") == Some("response.created") {
-            responses.push(Default::default());
+            responses.push(Shown::default());
         }
-        let (hosted, shown) = responses.last_mut().ok_or("no response")?;
-        if let Some(id) = item_field(json, "id").filter(|id| id.starts_with(PREFIX)) {
-            hosted.insert(call_id_of(id).ok_or(format!("hosted id {id:?} names no call"))?);
+        let Shown { hosted, outputs } = responses.last_mut().ok_or("no response")?;
+        // A hosted item belongs to the response it was added in (a call left open by a
+        // response without a terminal event closes in the next one).
+        let added = text(json, "type") == Some("response.output_item.added");
+        if let Some(id) = item_field(json, "id").filter(|id| added && id.starts_with(PREFIX)) {
+            let call_id = call_id_of(id).ok_or(format!("hosted id {id:?} names no call"))?;
+            hosted.insert(call_id, id.to_string());
         }
         if item_field(json, "type") == Some("function_call_output")
             && let Some(call_id) = item_field(json, "call_id")
         {
-            shown.insert(call_id.to_string());
+            outputs.insert(call_id.to_string());
         }
     }
-    let hosted_calls: HashSet<String> = responses.iter().flat_map(|r| r.0.clone()).collect();
-    let hidden = hidden_inputs(&in_json, &responses);
+    // An event over the size limit goes by unread: never hidden, its number unknown.
+    let in_unread: Vec<bool> = inputs
+        .iter()
+        .map(|e| e.raw().len() > max_event_bytes)
+        .collect();
+    let out_unread: Vec<bool> = outputs
+        .iter()
+        .map(|e| e.raw().len() > max_event_bytes)
+        .collect();
+    let hidden = hidden_inputs(&in_json, &in_unread, &responses);
     let expected: Vec<usize> = (0..inputs.len()).filter(|i| !hidden[*i]).collect();
 
     let mut report = Report::default();
     let mut items: HashMap<String, Hosted> = HashMap::new();
     let mut payload_open = HashSet::new();
     let mut next = 0;
+    let mut response = 0;
     for (k, out) in outputs.iter().enumerate() {
         let at = |e: String| format!("output event {k}: {e}");
+        let created = out_json[k].as_ref().and_then(|j| text(j, "type"));
+        response += usize::from(created == Some("response.created"));
         if let Some(&i) = expected.get(next)
             && matches(
                 &inputs[i],
                 &in_json[i],
                 out,
                 &out_json[k],
-                &hosted_calls,
+                &responses[response],
                 &items,
             )
             .map_err(at)?
@@ -164,7 +187,7 @@ pub fn check(input: &[u8], output: &[u8], max_event_bytes: usize) -> Result<Repo
             return Err(format!("{key:?} never closed"));
         }
     }
-    check_numbers(&in_json, &out_json)?;
+    check_numbers(&in_json, &in_unread, &out_json, &out_unread)?;
     if client_rules(&in_json).is_ok() {
         client_rules(&out_json).map_err(|e| format!("the output breaks a client rule: {e}"))?;
     }
@@ -175,25 +198,30 @@ pub fn check(input: &[u8], output: &[u8], max_event_bytes: usize) -> Result<Repo
 /// `function_call_output` unless the output shows it, and every event at their indices.
 fn hidden_inputs(
     inputs: &[Option<Map<String, Value>>],
-    responses: &[(HashSet<String>, HashSet<String>)],
+    unread: &[bool],
+    responses: &[Shown],
 ) -> Vec<bool> {
     let mut hidden_indices = HashSet::new();
     let mut hidden_items = HashSet::new();
     let mut response = 0;
-    let none = (HashSet::new(), HashSet::new());
+    let none = Shown::default();
     inputs
         .iter()
-        .map(|json| {
-            let Some(json) = json else { return false };
+        .zip(unread)
+        .map(|(json, &unread)| {
+            let Some(json) = json.as_ref().filter(|_| !unread) else {
+                return false;
+            };
             if text(json, "type") == Some("response.created") {
                 hidden_indices.clear();
+                hidden_items.clear();
                 response += 1;
             }
-            let (hosted, shown_outputs) = responses.get(response).unwrap_or(&none);
-            let call_id = item_field(json, "call_id").filter(|c| hosted.contains(*c));
+            let shown = responses.get(response).unwrap_or(&none);
+            let call_id = item_field(json, "call_id").filter(|c| shown.hosted.contains_key(*c));
             let hides = match (item_field(json, "type"), call_id) {
                 (Some("function_call"), Some(_)) => true,
-                (Some("function_call_output"), Some(c)) => !shown_outputs.contains(c),
+                (Some("function_call_output"), Some(c)) => !shown.outputs.contains(c),
                 _ => false,
             };
             if hides {
@@ -214,7 +242,7 @@ fn matches(
     inp_json: &Option<Map<String, Value>>,
     out: &Event,
     out_json: &Option<Map<String, Value>>,
-    hosted: &HashSet<String>,
+    shown: &Shown,
     items: &HashMap<String, Hosted>,
 ) -> Result<bool, String> {
     if inp.raw() == out.raw() {
@@ -249,16 +277,11 @@ fn matches(
             for item in before {
                 let call_id = item.get("call_id").and_then(Value::as_str);
                 let kind = item.get("type").and_then(Value::as_str);
-                match (kind, call_id.filter(|c| hosted.contains(*c))) {
-                    (Some("function_call"), Some(c)) => {
-                        let hosted_item = items
-                            .iter()
-                            .find(|(id, _)| call_id_of(id).as_deref() == Some(c));
-                        match hosted_item {
-                            Some((_, h)) => want.push(h.last.clone()),
-                            None => want.push(item),
-                        }
-                    }
+                match (kind, call_id.and_then(|c| shown.hosted.get(c))) {
+                    (Some("function_call"), Some(id)) => match items.get(id) {
+                        Some(h) => want.push(h.last.clone()),
+                        None => want.push(item),
+                    },
                     (Some("function_call_output"), Some(_)) if !after.contains(&item) => {}
                     _ => want.push(item),
                 }
@@ -359,12 +382,21 @@ fn see_hosted_event(
 /// Output numbers are consecutive within each response wherever the input's were.
 fn check_numbers(
     inputs: &[Option<Map<String, Value>>],
+    in_unread: &[bool],
     outputs: &[Option<Map<String, Value>>],
+    out_unread: &[bool],
 ) -> Result<(), String> {
-    let dense = |events: &[Option<Map<String, Value>>]| -> Result<(), String> {
+    // Dense from the first number on, and again after each event that went by unread.
+    let dense = |events: &[Option<Map<String, Value>>], unread: &[bool]| -> Result<(), String> {
         let mut last: Option<u64> = None;
-        for json in events.iter().flatten() {
-            let Some(n) = number(json) else { continue };
+        for (json, &unread) in events.iter().zip(unread) {
+            if unread {
+                last = None;
+                continue;
+            }
+            let Some(n) = json.as_ref().and_then(number) else {
+                continue;
+            };
             match last {
                 Some(prev) if n != prev + 1 && n > prev => {
                     return Err(format!("sequence_number {n} after {prev}"));
@@ -374,8 +406,8 @@ fn check_numbers(
         }
         Ok(())
     };
-    if dense(inputs).is_ok() {
-        dense(outputs)?;
+    if dense(inputs, in_unread).is_ok() {
+        dense(outputs, out_unread)?;
     }
     Ok(())
 }

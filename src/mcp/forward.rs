@@ -24,7 +24,7 @@ use super::reply;
 use crate::config::McpServer;
 use crate::progress::TraceId;
 use crate::proxy::headers;
-use crate::proxy::request_body::{self, RequestBody};
+use crate::proxy::request_body::{self, RequestBody, Rest};
 use crate::telemetry::mcp::McpRequest;
 
 /// The largest POST body read to find `tools/call` requests; a larger one is forwarded as it
@@ -146,6 +146,7 @@ async fn read_calls(
         Some(_) => None,
     };
     let Some(whole) = whole else {
+        let rest = rest.map(Rest::unscanned);
         return Ok((RequestBody::Read { frames, rest }, Vec::new(), None));
     };
     let max_calls = MAX_CALLS_PER_REQUEST.min(front.registry.room());

@@ -21,7 +21,8 @@ use tokio_util::sync::WaitForCancellationFutureOwned;
 
 use super::log::{RequestLog, StreamEnd};
 use super::upstream::UpstreamBody;
-use crate::hosted::store::{Pair, PairStore};
+use crate::hosted::shared::Pairs;
+use crate::hosted::store::Pair;
 use crate::metrics::EventType;
 use crate::progress::local::StreamHandle;
 use crate::rewrite::{Observation, Rewriter};
@@ -141,7 +142,7 @@ pub struct Sinks {
     /// The stream's registration for out-of-band progress, when a progress source is on.
     pub progress: Option<StreamHandle>,
     /// The next-turn store of hosted items' pairs.
-    pub store: Arc<dyn PairStore>,
+    pub store: Arc<Pairs>,
 }
 
 pub struct RewriteBody {
@@ -165,7 +166,7 @@ pub struct RewriteBody {
     /// The stream's registration for out-of-band progress, when a progress source is on.
     progress: Option<StreamHandle>,
     /// The next-turn store of hosted items' pairs.
-    store: Option<Arc<dyn PairStore>>,
+    store: Option<Arc<Pairs>>,
     log: RequestLog,
 }
 

@@ -26,7 +26,8 @@ use hyper::body::Incoming;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::Config;
-use crate::hosted::store::{MemoryStore, PairStore};
+use crate::hosted::shared::Pairs;
+use crate::hosted::store::MemoryStore;
 use crate::metrics::{Metrics, Outcome};
 use crate::profiles;
 use crate::progress::TraceId;
@@ -60,7 +61,7 @@ pub struct Proxy {
     /// OpenTelemetry spans, when `[telemetry]` names a collector.
     telemetry: Option<Arc<Telemetry>>,
     /// The gateway's pairs behind hosted items, for the next turn.
-    store: Arc<dyn PairStore>,
+    store: Arc<Pairs>,
     /// Makes each stream's hosted item ids its own: a random start, one more per stream.
     nonces: AtomicU64,
 }
@@ -77,7 +78,7 @@ impl Proxy {
         let mut seed = [0u8; 8];
         getrandom::fill(&mut seed)?;
         Ok(Proxy {
-            store: Arc::new(store),
+            store: Arc::new(Pairs::memory(store)),
             nonces: AtomicU64::new(u64::from_ne_bytes(seed)),
             config: RwLock::new(config),
             upstream,
@@ -94,6 +95,16 @@ impl Proxy {
     /// its `traceparent`, a span per tool call.
     pub fn with_telemetry(mut self, telemetry: Arc<Telemetry>) -> Self {
         self.telemetry = Some(telemetry);
+        self
+    }
+
+    /// Keeps the pairs behind hosted items in Redis too, through the bus's `link`, so that a
+    /// next turn reaching another replica (or this one restarted) maps them.
+    pub fn with_shared_pairs(mut self, link: Arc<crate::progress::bus::link::Link>) -> Self {
+        let config = self.config();
+        let hosted = &config.hosted;
+        let memory = MemoryStore::new(hosted.max_entries, hosted.max_bytes, hosted.ttl);
+        self.store = Arc::new(Pairs::shared(memory, link, hosted.ttl));
         self
     }
 
@@ -234,17 +245,12 @@ impl Proxy {
             (hub.clone(), trace_id)
         });
         let prepared =
-            request_body::prepare(&mut head, body, &config, &*self.store, &self.metrics).await;
+            request_body::prepare(&mut head, body, &config, &self.store, &self.metrics).await;
         let (body, facts) = match prepared {
             Ok(prepared) => prepared,
-            Err(e) => {
-                log.status = 400;
-                log.response = "invalid_request";
-                let message = format!("could not read the request body: {e}");
-                let response = error::invalid_request("unreadable_body", &message);
-                return response.map(|body| body.with_log(log));
-            }
+            Err(e) => return refuse_body(&e, log),
         };
+        let refusal = facts.refusal.clone();
 
         let started = Instant::now();
         let timeout = config.proxy.header_timeout;
@@ -253,6 +259,9 @@ impl Proxy {
         let pending = Box::pin(self.client.request(Request::from_parts(head, body)));
         let response = match tokio::time::timeout(timeout, pending).await {
             Ok(Ok(response)) => response,
+            Ok(Err(_)) if refusal.is_set() => {
+                return refuse_body(&request_body::PrepareError::HostedPastLimit, log);
+            }
             Ok(Err(e)) => {
                 let kind = match e {
                     upstream::UpstreamError::Connect(_) => ProxyError::Unreachable,
@@ -399,3 +408,16 @@ impl Proxy {
 }
 
 use upstream::error_chain;
+
+/// A 400 for a request body that is not forwarded.
+fn refuse_body(error: &request_body::PrepareError, mut log: RequestLog) -> Response<ProxyBody> {
+    let code = match error {
+        request_body::PrepareError::Read(_) => "unreadable_body",
+        request_body::PrepareError::HostedPastLimit => "hosted_items_past_read_limit",
+    };
+    tracing::info!(code, "request body refused");
+    log.status = 400;
+    log.response = "invalid_request";
+    let response = error::invalid_request(code, &error.to_string());
+    response.map(|body| body.with_log(log))
+}

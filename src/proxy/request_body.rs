@@ -1,12 +1,18 @@
 //! Request bodies on their way to the gateway. Every body streams through untouched, except a
 //! `POST …/responses` body, which is read (up to [`MAX_READ_BODY_BYTES`]) so that the hosted
 //! items a client replays become the gateway's pairs again and companions are removed
-//! ([`crate::hosted::request::map_input`]), and the `function` tools it declares are known. A
-//! body over the limit goes on unchanged: what was read first, then the rest as it streams.
-//! The MCP front reads `tools/call` bodies the same way ([`read_up_to`]).
+//! ([`crate::hosted::request::map_input`]), and the `function` tools it declares are known.
+//!
+//! A body over the limit goes on unchanged (what was read first, then the rest as it streams),
+//! scanned for hosted ids this deployment signed ([`SignedIdScan`]): the gateway never made
+//! those items, so a body holding one is refused, before anything is sent when the id is in the
+//! part read first, else by breaking off the body on its way (the client then gets a 400
+//! saying so, [`Refusal`]). The MCP front reads `tools/call` bodies the same way ([`read_up_to`]).
 
 use std::collections::VecDeque;
 use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll};
 
 use bytes::{Bytes, BytesMut};
@@ -18,8 +24,9 @@ use hyper::body::Incoming;
 
 use crate::config::Config;
 use crate::dialect::request::declared_functions;
-use crate::hosted::request::map_input;
-use crate::hosted::store::PairStore;
+use crate::hosted::request::{map_input, signed_ids};
+use crate::hosted::scan::SignedIdScan;
+use crate::hosted::shared::Pairs;
 use crate::metrics::Metrics;
 
 /// The largest request body read whole to remove companions from it.
@@ -30,9 +37,53 @@ pub enum RequestBody {
     Streamed(Incoming),
     Read {
         frames: VecDeque<Frame<Bytes>>,
-        rest: Option<Incoming>,
+        rest: Option<Rest>,
     },
 }
+
+/// The unread rest of a body over the read limit, scanned as it streams.
+pub struct Rest {
+    body: Incoming,
+    scan: Option<SignedIdScan>,
+    refused: Refusal,
+}
+
+impl Rest {
+    /// A rest forwarded as it is, not scanned (the MCP front's bodies).
+    pub fn unscanned(body: Incoming) -> Rest {
+        Rest {
+            body,
+            scan: None,
+            refused: Refusal::default(),
+        }
+    }
+}
+
+/// Set when a body over the read limit turned out to hold a hosted id: the body was broken off
+/// and the client is told why.
+#[derive(Debug, Clone, Default)]
+pub struct Refusal(Arc<AtomicBool>);
+
+impl Refusal {
+    pub fn is_set(&self) -> bool {
+        self.0.load(Ordering::Acquire)
+    }
+}
+
+/// Why a body is not forwarded.
+#[derive(Debug, thiserror::Error)]
+pub enum PrepareError {
+    #[error("could not read the request body: {0}")]
+    Read(#[from] hyper::Error),
+    #[error("{}", HOSTED_PAST_LIMIT)]
+    HostedPastLimit,
+}
+
+/// What a client is told when its body is over the read limit and holds hosted items.
+pub const HOSTED_PAST_LIMIT: &str = "the request body is larger than toolpulse reads whole (4 MiB) \
+     and holds items toolpulse made (hosted mcp_call, web_search_call or file_search_call \
+     items, or references to them), which it cannot map back to the gateway's items in such a \
+     body: send the large parts (files, images) by reference, or fewer turns of history";
 
 /// Whether the request's body is read for companions.
 pub fn is_responses_create(head: &Parts) -> bool {
@@ -44,6 +95,8 @@ pub fn is_responses_create(head: &Parts) -> bool {
 pub struct RequestFacts {
     /// The `function` tools the request declares (their calls are the client's).
     pub client_functions: Vec<String>,
+    /// Set when a body over the read limit is broken off for holding a hosted id.
+    pub refusal: Refusal,
 }
 
 /// Reads a `POST …/responses` body, maps the hosted items in its `input` back to the gateway's
@@ -53,25 +106,39 @@ pub async fn prepare(
     head: &mut Parts,
     body: Incoming,
     config: &Config,
-    store: &dyn PairStore,
+    store: &Pairs,
     metrics: &Metrics,
-) -> Result<(RequestBody, RequestFacts), hyper::Error> {
+) -> Result<(RequestBody, RequestFacts), PrepareError> {
     let mut facts = RequestFacts::default();
     if !is_responses_create(head) {
         return Ok((RequestBody::Streamed(body), facts));
     }
     let (mut frames, rest) = read_up_to(body, MAX_READ_BODY_BYTES).await?;
-    if rest.is_some() {
+    if let Some(body) = rest {
+        let mut scan = SignedIdScan::new(config.hosted.key.clone());
+        let mut read = frames.iter().filter_map(Frame::data_ref);
+        if read.any(|data| scan.feed(data)) {
+            return Err(PrepareError::HostedPastLimit);
+        }
         tracing::info!(
             limit = MAX_READ_BODY_BYTES,
-            "request body over the read limit: forwarded without mapping hosted items"
+            "request body over the read limit: forwarded as it is, scanned for hosted ids"
         );
+        let refused = facts.refusal.clone();
+        let rest = Rest {
+            body,
+            scan: Some(scan),
+            refused,
+        };
+        let rest = Some(rest);
         return Ok((RequestBody::Read { frames, rest }, facts));
     }
     if let Some(whole) = whole(&frames) {
         facts.client_functions = declared_functions(&whole);
+        let key = &config.hosted.key;
         let now = std::time::Instant::now();
-        let (body, mapped) = map_input(&whole, &config.hosted.key, store, now);
+        let found = store.lookup(&signed_ids(&whole, key), now).await;
+        let (body, mapped) = map_input(&whole, key, &found, now);
         metrics.hosted_mapped(&mapped);
         if mapped.from_content > 0 || mapped.dropped > 0 {
             tracing::info!(
@@ -126,19 +193,36 @@ pub fn whole(frames: &VecDeque<Frame<Bytes>>) -> Option<BytesMut> {
     Some(whole)
 }
 
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+impl Rest {
+    fn poll_frame(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        let frame = std::task::ready!(Pin::new(&mut self.body).poll_frame(cx));
+        if let Some(Ok(data)) = frame.as_ref().map(|f| f.as_ref().map(Frame::data_ref))
+            && let Some(data) = data
+            && let Some(scan) = &mut self.scan
+            && scan.feed(data)
+        {
+            self.refused.0.store(true, Ordering::Release);
+            return Poll::Ready(Some(Err(PrepareError::HostedPastLimit.into())));
+        }
+        Poll::Ready(frame.map(|f| f.map_err(BoxError::from)))
+    }
+}
+
 impl Body for RequestBody {
     type Data = Bytes;
-    type Error = hyper::Error;
+    type Error = BoxError;
 
     fn poll_frame(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, hyper::Error>>> {
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
         match self.get_mut() {
-            RequestBody::Streamed(body) => Pin::new(body).poll_frame(cx),
+            RequestBody::Streamed(body) => Pin::new(body).poll_frame(cx).map_err(BoxError::from),
             RequestBody::Read { frames, rest } => match (frames.pop_front(), rest) {
                 (Some(frame), _) => Poll::Ready(Some(Ok(frame))),
-                (None, Some(body)) => Pin::new(body).poll_frame(cx),
+                (None, Some(rest)) => rest.poll_frame(cx),
                 (None, None) => Poll::Ready(None),
             },
         }
@@ -148,7 +232,7 @@ impl Body for RequestBody {
         match self {
             RequestBody::Streamed(body) => body.is_end_stream(),
             RequestBody::Read { frames, rest } => {
-                frames.is_empty() && rest.as_ref().is_none_or(Body::is_end_stream)
+                frames.is_empty() && rest.as_ref().is_none_or(|rest| rest.body.is_end_stream())
             }
         }
     }
@@ -164,7 +248,7 @@ impl Body for RequestBody {
                     .sum();
                 let rest = rest
                     .as_ref()
-                    .map_or(SizeHint::with_exact(0), Body::size_hint);
+                    .map_or(SizeHint::with_exact(0), |rest| rest.body.size_hint());
                 let mut hint = SizeHint::new();
                 hint.set_lower(rest.lower() + read as u64);
                 if let Some(upper) = rest.upper() {

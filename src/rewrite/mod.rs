@@ -132,6 +132,10 @@ pub struct Rewriter {
     client_functions: Vec<String>,
     /// Makes this stream's hosted item ids its own (given by the glue, random per stream).
     nonce: u64,
+    /// Responses started in this stream: a later response's ids get a nonce of their own
+    /// ([`response_nonce`]), so a gateway that numbers call ids per response cannot make two
+    /// hosted items with one id.
+    responses: u64,
     pacer: Pacer,
     /// Output, in order: `segments`, then the open run of `origin` or `out` (never both).
     segments: Vec<Bytes>,
@@ -187,6 +191,7 @@ impl Rewriter {
             hosted: HostedItems::default(),
             client_functions: Vec::new(),
             nonce: 0,
+            responses: 0,
             pacer: Pacer::new(DEFAULT_PROGRESS_INTERVAL),
             segments: Vec::new(),
             origin: Bytes::new(),
@@ -488,6 +493,7 @@ impl Rewriter {
             return self.write_unnumbered(event.raw());
         };
         if reading.starts_response {
+            self.responses += 1;
             self.indices.reset();
             self.companions.reset();
             self.hosted.reset();
@@ -633,7 +639,8 @@ impl Rewriter {
             };
             let index = self.indices.map(upstream);
             let call_id = call.call_id.clone();
-            let id: Arc<str> = self.config.hosted.key.id_for(&call_id, self.nonce).into();
+            let nonce = response_nonce(self.nonce, self.responses);
+            let id: Arc<str> = self.config.hosted.key.id_for(&call_id, nonce).into();
             self.hosted.open(&call_id, upstream);
             self.tracker.set_hosted(&call_id, index, &id);
             // The call's later transitions (already queued with it) show the item too.
@@ -826,7 +833,7 @@ impl Rewriter {
             config: &config,
             wall,
             hosted: self.is_hosted(),
-            nonce: self.nonce,
+            nonce: response_nonce(self.nonce, self.responses),
         };
         let mut transitions = std::mem::take(&mut self.transitions);
         for mut transition in transitions.drain(..) {
@@ -989,6 +996,19 @@ fn splice(event: &Event, edits: &[(Range<usize>, Splice)], out: &mut BytesMut) {
         }
     }
     out.extend_from_slice(&raw[from..]);
+}
+
+/// The nonce of the stream's `ordinal`th response: the stream's own for the first, then a
+/// mix of both (splitmix64's finalizer), as unlikely to meet another stream's as two random
+/// nonces are.
+fn response_nonce(nonce: u64, ordinal: u64) -> u64 {
+    if ordinal <= 1 {
+        return nonce;
+    }
+    let mut z = nonce ^ ordinal.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
 }
 
 #[cfg(test)]

@@ -15,11 +15,14 @@ fn ev(json: &str) -> Vec<u8> {
     format!("event: {kind}\ndata: {json}\n\n").into_bytes()
 }
 
+/// A rewriter with the companion shape (`openai`), which these tests are written against;
+/// `hosted` has its own tests below and in `profiles::hosted`.
 fn rewriter(heartbeat_ms: u64) -> Rewriter {
     Rewriter::new(Arc::new(Config {
         heartbeat: Duration::from_millis(heartbeat_ms),
         ..Config::default()
     }))
+    .with_profiles(vec![Profile::OpenAi])
 }
 
 fn text(b: &Bytes) -> &str {

@@ -42,17 +42,25 @@ pub fn all_inputs() -> Vec<String> {
 }
 
 /// The config beside a hand-made fixture (`x.toml` for `x.sse`), else the defaults.
+/// The `[hosted] key` of every fixture config (profiles.toml names the same one), so the
+/// goldens' hosted ids do not change from run to run.
+pub const FIXTURES_KEY: &str = "the fixtures key, not a secret";
+
 pub fn config_for(input: &str) -> Config {
     let path = fixtures_dir().join(input.replace(".sse", ".toml"));
-    if path.exists() {
+    let mut config = if path.exists() {
         Config::load(&path).expect("fixture config is valid")
     } else {
         Config::default()
-    }
+    };
+    config.hosted.key = toolpulse::hosted::id::Key::new(FIXTURES_KEY.as_bytes());
+    config
 }
 
 pub fn config_file(name: &str) -> Config {
-    Config::load(&fixtures_dir().join(name)).expect("fixture config is valid")
+    let mut config = Config::load(&fixtures_dir().join(name)).expect("fixture config is valid");
+    config.hosted.key = toolpulse::hosted::id::Key::new(FIXTURES_KEY.as_bytes());
+    config
 }
 
 /// The wall-clock time the tests' rewriters are anchored at (2025-12-20T12:34:56.123Z).
@@ -200,4 +208,18 @@ pub fn blocks(input: &[u8]) -> Vec<Vec<u8>> {
             toolpulse::sse::Item::Oversize(b) | toolpulse::sse::Item::Incomplete(b) => b.to_vec(),
         })
         .collect()
+}
+
+/// A stream's text made comparable across runs: `"duration_ms":N` becomes 0, and each hosted
+/// item id keeps its call id but loses the stream's nonce and the MAC (each stream has its own).
+pub fn comparable(bytes: &[u8]) -> String {
+    use std::sync::LazyLock;
+    static DURATION: LazyLock<regex::Regex> =
+        LazyLock::new(|| regex::Regex::new(r#""duration_ms":\d+"#).expect("regex"));
+    static HOSTED_ID: LazyLock<regex::Regex> = LazyLock::new(|| {
+        regex::Regex::new(r"(tph_[A-Za-z0-9_-]+)\.[0-9a-f]{16}\.[0-9a-f]{32}").expect("regex")
+    });
+    let text = String::from_utf8_lossy(bytes);
+    let text = DURATION.replace_all(&text, r#""duration_ms":0"#);
+    HOSTED_ID.replace_all(&text, "$1").into_owned()
 }

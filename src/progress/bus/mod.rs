@@ -99,6 +99,11 @@ impl BusHub {
         self.shared.local.clone()
     }
 
+    /// The connection to Redis, shared with the store of hosted pairs.
+    pub fn link(&self) -> Arc<Link> {
+        self.shared.link.clone()
+    }
+
     /// This replica's id in the registry.
     pub fn replica(&self) -> &str {
         &self.shared.link.replica

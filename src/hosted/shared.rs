@@ -1,0 +1,267 @@
+//! The pairs behind hosted items, for every replica: this process's [`MemoryStore`] in front of
+//! the progress bus's Redis (when `[progress] bus` is set), so a next turn that lands on another
+//! replica, or on this one after a restart, still maps to the gateway's exact pair.
+//!
+//! - A pair is put in memory at once and queued for Redis (`SET … PX ttl`); one writer task
+//!   drains the queue, one pipeline per batch. The queue is bounded ([`MAX_QUEUED_PAIRS`],
+//!   [`MAX_QUEUED_BYTES`]); beyond it, or while the bus is down, pairs stay in memory only
+//!   (counted as `toolpulse_progress_bus_errors_total{op="hosted_put"}`).
+//! - A lookup takes what memory has and asks Redis for the rest with one `MGET`. **The next turn
+//!   may race the write**: a client can send it the moment it reads `response.completed`, to
+//!   another replica, while the pair is still queued here. So a verified id that Redis does not
+//!   have is asked for again after [`RACE_WAITS`] (at most 175 ms in all) before it is mapped
+//!   from its content. Only ids this deployment signed get there, so the wait costs nothing to
+//!   a forged id; it is paid once per request for a pair that really expired.
+//!
+//! Stream tasks never wait for Redis: only a request body that holds hosted items does.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tokio::sync::Notify;
+
+use super::store::{MemoryStore, Pair, PairStore};
+use crate::progress::bus::link::Link;
+
+/// Pairs waiting for the writer; beyond it they are kept in memory only.
+pub const MAX_QUEUED_PAIRS: usize = 4096;
+/// Bytes of pairs waiting for the writer (tool outputs can be large).
+pub const MAX_QUEUED_BYTES: usize = 64 << 20;
+/// Pairs written per pipeline.
+const BATCH: usize = 256;
+/// Pauses before asking Redis again for verified ids it did not have.
+pub const RACE_WAITS: [Duration; 3] = [
+    Duration::from_millis(25),
+    Duration::from_millis(50),
+    Duration::from_millis(100),
+];
+
+/// Memory, and Redis when the bus is configured.
+pub struct Pairs {
+    memory: MemoryStore,
+    shared: Option<Arc<Shared>>,
+}
+
+struct Shared {
+    link: Arc<Link>,
+    ttl: Duration,
+    queue: Mutex<Queue>,
+    wake: Notify,
+}
+
+#[derive(Default)]
+struct Queue {
+    pairs: VecDeque<(String, Pair)>,
+    bytes: usize,
+}
+
+impl Pairs {
+    pub fn memory(memory: MemoryStore) -> Self {
+        Pairs {
+            memory,
+            shared: None,
+        }
+    }
+
+    /// Also keeps pairs in Redis, through `link`; starts the writer on the current runtime.
+    pub fn shared(memory: MemoryStore, link: Arc<Link>, ttl: Duration) -> Self {
+        let shared = Arc::new(Shared {
+            link,
+            ttl,
+            queue: Mutex::default(),
+            wake: Notify::new(),
+        });
+        tokio::spawn(shared.clone().write());
+        Pairs {
+            memory,
+            shared: Some(shared),
+        }
+    }
+
+    pub fn put(&self, id: &str, pair: Pair, now: Instant) {
+        if let Some(shared) = &self.shared {
+            shared.queue(id, pair.clone());
+        }
+        self.memory.put(id, pair, now);
+    }
+
+    /// The pairs of `ids` that memory or Redis has, waiting briefly for ones Redis may be about
+    /// to get (see the module's note).
+    pub async fn lookup(&self, ids: &[String], now: Instant) -> Found {
+        let mut found = HashMap::new();
+        let mut missing = Vec::new();
+        for id in ids {
+            match self.memory.get(id, now) {
+                Some(pair) => {
+                    found.insert(id.clone(), pair);
+                }
+                None => missing.push(id.clone()),
+            }
+        }
+        if let Some(shared) = &self.shared {
+            let mut waits = RACE_WAITS.iter();
+            while !missing.is_empty() && shared.link.is_up() {
+                missing = shared.fetch(missing, &mut found).await;
+                match waits.next() {
+                    Some(wait) if !missing.is_empty() => tokio::time::sleep(*wait).await,
+                    _ => break,
+                }
+            }
+        }
+        Found(found)
+    }
+
+    /// Entries and bytes in this process's memory.
+    pub fn size(&self) -> (usize, usize) {
+        self.memory.size()
+    }
+}
+
+/// The pairs one request's lookup found, as a store for [`super::request::map_input`].
+#[derive(Debug, Default)]
+pub struct Found(pub HashMap<String, Pair>);
+
+impl PairStore for Found {
+    fn put(&self, _: &str, _: Pair, _: Instant) {}
+    fn get(&self, id: &str, _: Instant) -> Option<Pair> {
+        self.0.get(id).cloned()
+    }
+    fn size(&self) -> (usize, usize) {
+        (self.0.len(), 0)
+    }
+}
+
+impl Shared {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Queue> {
+        self.queue.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn queue(&self, id: &str, pair: Pair) {
+        let bytes = id.len() + pair.call_item.len() + pair.output_item.len();
+        let mut queue = self.lock();
+        if queue.pairs.len() >= MAX_QUEUED_PAIRS || queue.bytes + bytes > MAX_QUEUED_BYTES {
+            drop(queue);
+            self.link.count_error("hosted_put", 1);
+            return;
+        }
+        queue.bytes += bytes;
+        queue.pairs.push_back((id.to_string(), pair));
+        drop(queue);
+        self.wake.notify_one();
+    }
+
+    fn take(&self) -> Vec<(String, Pair)> {
+        let mut queue = self.lock();
+        let n = queue.pairs.len().min(BATCH);
+        let batch: Vec<_> = queue.pairs.drain(..n).collect();
+        for (id, pair) in &batch {
+            queue.bytes -= id.len() + pair.call_item.len() + pair.output_item.len();
+        }
+        if !queue.pairs.is_empty() {
+            self.wake.notify_one();
+        }
+        batch
+    }
+
+    /// Writes what is queued, batch by batch, until the process ends.
+    async fn write(self: Arc<Self>) {
+        let ttl = u64::try_from(self.ttl.as_millis())
+            .unwrap_or(u64::MAX)
+            .max(1);
+        loop {
+            self.wake.notified().await;
+            let batch = self.take();
+            if batch.is_empty() {
+                continue;
+            }
+            if !self.link.is_up() {
+                self.link.count_error("hosted_put", batch.len() as u64);
+                continue;
+            }
+            let mut pipe = redis::pipe();
+            for (id, pair) in &batch {
+                let key = key(&self.link.prefix, id);
+                pipe.cmd("SET")
+                    .arg(key)
+                    .arg(encode(pair))
+                    .arg("PX")
+                    .arg(ttl);
+                pipe.ignore();
+            }
+            let mut conn = self.link.conn();
+            self.link
+                .run("hosted_put", pipe.query_async::<()>(&mut conn))
+                .await;
+        }
+    }
+
+    /// Moves the pairs Redis has into `found`; returns the ids it did not have.
+    async fn fetch(&self, ids: Vec<String>, found: &mut HashMap<String, Pair>) -> Vec<String> {
+        let mut command = redis::cmd("MGET");
+        for id in &ids {
+            command.arg(key(&self.link.prefix, id));
+        }
+        let mut conn = self.link.conn();
+        let get = command.query_async::<Vec<Option<Vec<u8>>>>(&mut conn);
+        let Some(values) = self.link.run("hosted_get", get).await else {
+            return Vec::new();
+        };
+        let mut missing = Vec::new();
+        for (id, value) in ids.into_iter().zip(values) {
+            match value.as_deref().and_then(decode) {
+                Some(pair) => {
+                    found.insert(id, pair);
+                }
+                None => missing.push(id),
+            }
+        }
+        missing
+    }
+}
+
+fn key(prefix: &str, id: &str) -> String {
+    format!("{prefix}:hosted:{id}")
+}
+
+/// `<length of the call item>:<call item><output item>`: both are JSON objects whose text is
+/// kept exactly.
+fn encode(pair: &Pair) -> String {
+    format!(
+        "{}:{}{}",
+        pair.call_item.len(),
+        pair.call_item,
+        pair.output_item
+    )
+}
+
+fn decode(value: &[u8]) -> Option<Pair> {
+    let text = std::str::from_utf8(value).ok()?;
+    let (length, rest) = text.split_once(':')?;
+    let length: usize = length.parse().ok()?;
+    if !rest.is_char_boundary(length) {
+        return None;
+    }
+    let (call_item, output_item) = rest.split_at(length);
+    Some(Pair {
+        call_item: call_item.to_string(),
+        output_item: output_item.to_string(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pairs_round_trip_through_their_encoding() {
+        let pair = Pair {
+            call_item: r#"{"type":"function_call","arguments":"{\"q\":\"é:1\"}"}"#.into(),
+            output_item: r#"{"type":"function_call_output","output":"12:ab"}"#.into(),
+        };
+        assert_eq!(decode(encode(&pair).as_bytes()), Some(pair));
+        for bad in ["", "x", "5:ab", "99:{}", "1:\u{e9}x"] {
+            assert_eq!(decode(bad.as_bytes()), None, "{bad}");
+        }
+    }
+}
