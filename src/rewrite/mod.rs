@@ -12,9 +12,10 @@ mod companions;
 mod hosted;
 pub mod index;
 pub mod number;
+mod output;
 mod pace;
+mod unread;
 
-use std::borrow::Cow;
 use std::ops::Range;
 use std::sync::{Arc, LazyLock};
 use std::time::{Duration, Instant, SystemTime};
@@ -32,7 +33,9 @@ use companions::Companions;
 use hosted::HostedItems;
 use index::OutputIndices;
 use number::Numbering;
+use output::{Output, concat};
 use pace::Pacer;
+use unread::Unread;
 
 /// Progress events per call at most this often, unless configured otherwise.
 pub const DEFAULT_PROGRESS_INTERVAL: Duration = Duration::from_millis(100);
@@ -41,13 +44,9 @@ pub const DEFAULT_PROGRESS_INTERVAL: Duration = Duration::from_millis(100);
 /// caller that never drains them (the CLI) holds a bounded amount.
 const MAX_OBSERVATIONS: usize = 1024;
 
-/// Marks the events [`Rewriter::unread_last`] keeps: a cheap scan instead of a parse.
+/// Marks the events [`Unread`] keeps: a cheap scan instead of a parse.
 static SEQUENCE_NUMBER: LazyLock<memmem::Finder<'static>> =
     LazyLock::new(|| memmem::Finder::new(b"\"sequence_number\""));
-
-/// The largest event data copied for [`Rewriter::unread_last`]; a larger one is read for its
-/// number at once instead (rare, and cheaper than keeping its copy for the stream's life).
-const MAX_UNREAD_COPY: usize = 4096;
 
 /// Something worth a metric, a log line or a span, reported by [`Rewriter::take_observations`].
 #[derive(Debug, Clone, PartialEq)]
@@ -137,14 +136,7 @@ pub struct Rewriter {
     /// hosted items with one id.
     responses: u64,
     pacer: Pacer,
-    /// Output, in order: `segments`, then the open run of `origin` or `out` (never both).
-    segments: Vec<Bytes>,
-    /// The chunk being fed: upstream events forwarded unchanged go out as slices of it.
-    origin: Bytes,
-    /// The range of `origin` forwarded unchanged since the last other output.
-    run: Option<Range<usize>>,
-    /// Bytes toolpulse wrote (injected events, rewritten numbers, held events).
-    out: BytesMut,
+    output: Output,
     /// Scratch space reused across events.
     transitions: Vec<Transition>,
     new_events: Vec<NewEvent>,
@@ -157,17 +149,8 @@ pub struct Rewriter {
     wall_clock: Option<(SystemTime, Instant)>,
     /// Whether the last item was a piece of an oversize event that has not ended yet.
     in_oversize: bool,
-    /// The data of the last event with a `sequence_number` forwarded unread since numbers were
-    /// last followed (empty if none); events without one leave it as it is, so a stream that
-    /// numbers only some events still knows its last number. Read only when an unnumbered event
-    /// opens a call, whose events then take "the number after the last one", so the common path
-    /// stays unparsed.
-    unread_last: Vec<u8>,
-    /// Where that event's data lies in the chunk being fed instead, when it is a slice of it
-    /// (no copy; copied when the chunk is done).
-    unread_in_origin: Option<Range<usize>>,
-    /// The number of that event instead, when it was too large to copy.
-    unread_number: Option<u64>,
+    /// The last numbered event forwarded unread, for the number after it.
+    unread: Unread,
     observations: Vec<Observation>,
     /// Whether `CallFinished` carries the output text (tracing with payloads): off, the text
     /// is dropped where it always was, so nothing holds it longer.
@@ -193,19 +176,14 @@ impl Rewriter {
             nonce: 0,
             responses: 0,
             pacer: Pacer::new(DEFAULT_PROGRESS_INTERVAL),
-            segments: Vec::new(),
-            origin: Bytes::new(),
-            run: None,
-            out: BytesMut::new(),
+            output: Output::default(),
             transitions: Vec::new(),
             new_events: Vec::new(),
             edits: Vec::new(),
             last_output: None,
             resume_after: None,
             in_oversize: false,
-            unread_last: Vec::new(),
-            unread_in_origin: None,
-            unread_number: None,
+            unread: Unread::default(),
             observations: Vec::new(),
             output_observations: false,
             stats: Stats::default(),
@@ -308,26 +286,16 @@ impl Rewriter {
     /// [`Rewriter::feed`] without copies where nothing changes: upstream events forwarded
     /// unchanged go out as slices of `chunk`; the pieces, in order, are what to send now.
     pub fn feed_bytes(&mut self, chunk: Bytes, now: Instant) -> Vec<Bytes> {
-        self.origin = chunk.clone();
+        self.output.begin_chunk(chunk.clone());
         self.parser.push_bytes(chunk);
         while let Some(item) = self.parser.next_item() {
             self.on_item(item, now);
         }
         self.send_due_progress(now);
         let pieces = self.take_pieces(now);
-        self.keep_unread();
-        self.origin = Bytes::new();
+        self.unread.keep(self.output.origin());
+        self.output.end_chunk();
         pieces
-    }
-
-    /// Copies the held unread event's data, so that nothing holds the fed chunk (and the
-    /// upstream reader's buffer behind it) once it has gone out: one copy per chunk.
-    fn keep_unread(&mut self) {
-        let Some(range) = self.unread_in_origin.take() else {
-            return;
-        };
-        let data = &self.origin[range];
-        copy_unread(data, &mut self.unread_last, &mut self.unread_number);
     }
 
     /// Upstream ended (EOF or disconnect): closes the calls still open and returns the last
@@ -337,7 +305,7 @@ impl Rewriter {
         while let Some(item) = self.parser.next_item() {
             if let Item::Incomplete(tail) = item {
                 self.close_all(now);
-                self.text().extend_from_slice(&tail);
+                self.output.text().extend_from_slice(&tail);
             } else {
                 self.on_item(item, now);
             }
@@ -369,7 +337,7 @@ impl Rewriter {
     /// The upstream has been quiet: returns a heartbeat comment if one is due, else nothing.
     pub fn on_idle(&mut self, now: Instant) -> Bytes {
         if self.heartbeat_due(now) {
-            self.text().extend_from_slice(sse::HEARTBEAT);
+            self.output.text().extend_from_slice(sse::HEARTBEAT);
             // Profiles that report a running tool at every heartbeat (`stages`).
             self.begin_unnumbered();
             self.tracker.still_running(now, &mut self.transitions);
@@ -387,55 +355,11 @@ impl Rewriter {
 
     /// The output so far, in order.
     fn take_pieces(&mut self, now: Instant) -> Vec<Bytes> {
-        self.end_run();
-        if !self.out.is_empty() {
-            self.segments.push(self.out.split().freeze());
-        }
-        if !self.segments.is_empty() {
+        let pieces = self.output.take();
+        if !pieces.is_empty() {
             self.last_output = Some(now);
         }
-        std::mem::take(&mut self.segments)
-    }
-
-    /// Upstream bytes going out unchanged: a slice of the chunk being fed when they lie in it
-    /// (adjacent ones make one slice), else copied.
-    fn raw(&mut self, bytes: &Bytes) {
-        if !self.in_origin(bytes) {
-            return self.text().extend_from_slice(bytes);
-        }
-        let (origin, here) = (self.origin.as_ptr_range(), bytes.as_ptr_range());
-        let (start, end) = (
-            here.start as usize - origin.start as usize,
-            here.end as usize - origin.start as usize,
-        );
-        match &mut self.run {
-            Some(run) if run.end == start => run.end = end,
-            _ => {
-                self.end_run();
-                if !self.out.is_empty() {
-                    self.segments.push(self.out.split().freeze());
-                }
-                self.run = Some(start..end);
-            }
-        }
-    }
-
-    /// Whether `bytes` (not empty) lie in the chunk being fed.
-    fn in_origin(&self, bytes: &Bytes) -> bool {
-        let (origin, here) = (self.origin.as_ptr_range(), bytes.as_ptr_range());
-        !bytes.is_empty() && origin.start <= here.start && here.end <= origin.end
-    }
-
-    /// Where toolpulse writes: after the unchanged bytes so far.
-    fn text(&mut self) -> &mut BytesMut {
-        self.end_run();
-        &mut self.out
-    }
-
-    fn end_run(&mut self) {
-        if let Some(run) = self.run.take() {
-            self.segments.push(self.origin.slice(run));
-        }
+        pieces
     }
 
     fn on_item(&mut self, item: Item, now: Instant) {
@@ -472,20 +396,11 @@ impl Rewriter {
             // `output_item.added`/`.done`, which is always read, so the highest index seen is
             // the highest item's (scanning every event for its index cost ~20 % of the
             // text-only throughput).
-            self.raw(event.raw());
+            self.output.raw(event.raw());
             if SEQUENCE_NUMBER.find(&data).is_none() {
                 return;
             }
-            // An event that is a slice of the fed chunk is held as it is. Otherwise a copy into
-            // a reused buffer: holding the event would keep the parser's buffer of held bytes
-            // shared, and every later read into it would reallocate it.
-            self.forget_unread();
-            if let (Cow::Borrowed(data), true) = (&data, self.in_origin(event.raw())) {
-                let start = data.as_ptr() as usize - self.origin.as_ptr() as usize;
-                self.unread_in_origin = Some(start..start + data.len());
-            } else {
-                copy_unread(&data, &mut self.unread_last, &mut self.unread_number);
-            }
+            self.unread.hold(&data, &self.output);
             return;
         }
         let Ok(reading) = responses::read(&data) else {
@@ -506,7 +421,7 @@ impl Rewriter {
         let index = upstream.output_index.as_ref().map(|n| n.value);
         match &upstream.sequence_number {
             Some(n) => {
-                self.forget_unread();
+                self.unread.forget();
                 self.numbering.begin(Some(n.value));
             }
             None => self.begin_unnumbered(),
@@ -656,25 +571,11 @@ impl Rewriter {
     /// Announces that injections follow no upstream number: they take the numbers after the
     /// last one out, so an event forwarded unread since is read now for its number.
     fn begin_unnumbered(&mut self) {
-        let last = match &self.unread_in_origin {
-            Some(range) => &self.origin[range.clone()],
-            None => &self.unread_last[..],
-        };
-        let copied = responses::read(last)
-            .ok()
-            .and_then(|reading| reading.sequence_number.map(|n| n.value));
-        if let Some(n) = copied.or(self.unread_number) {
+        if let Some(n) = self.unread.take_number(self.output.origin()) {
             self.numbering.begin(Some(n));
             self.numbering.forward();
         }
-        self.forget_unread();
         self.numbering.begin(None);
-    }
-
-    fn forget_unread(&mut self) {
-        self.unread_last.clear();
-        self.unread_in_origin = None;
-        self.unread_number = None;
     }
 
     fn track(&mut self, signal: Signal<'_>, now: Instant) {
@@ -717,13 +618,13 @@ impl Rewriter {
         digits(upstream.sequence_number, renumbered);
         digits(upstream.output_index, index);
         if edits.is_empty() {
-            self.raw(raw);
+            self.output.raw(raw);
         } else {
             if edits.len() > 1 {
                 edits.sort_unstable_by_key(|e| e.0.start);
             }
             self.stats.renumbered += 1;
-            splice(event, &edits, self.text());
+            splice(event, &edits, self.output.text());
         }
         edits.clear();
         self.edits = edits;
@@ -888,7 +789,7 @@ impl Rewriter {
         for event in &events {
             let seq = self.numbering.inject();
             if self.passes(seq) {
-                sse::encode(self.text(), event, seq);
+                sse::encode(self.output.text(), event, seq);
                 self.stats.injected += 1;
                 self.observe(Observation::Injected(event.event_type));
             }
@@ -909,7 +810,7 @@ impl Rewriter {
 
     fn write_unnumbered(&mut self, bytes: &Bytes) {
         if self.passes(None) {
-            self.raw(bytes);
+            self.output.raw(bytes);
         }
     }
 
@@ -921,31 +822,6 @@ impl Rewriter {
         self.begin_unnumbered();
         self.tracker.finish(now, &mut self.transitions);
         self.inject(now);
-    }
-}
-
-/// Keeps an unread event's data for [`Rewriter::begin_unnumbered`]: a copy into `last`, or,
-/// for data too large to copy, its number read now into `number`.
-fn copy_unread(data: &[u8], last: &mut Vec<u8>, number: &mut Option<u64>) {
-    if data.len() <= MAX_UNREAD_COPY {
-        last.extend_from_slice(data);
-    } else if let Ok(reading) = responses::read(data) {
-        *number = reading.sequence_number.map(|n| n.value);
-    }
-}
-
-/// `pieces` in one: the piece itself when there is one (no copy).
-fn concat(mut pieces: Vec<Bytes>) -> Bytes {
-    match pieces.len() {
-        0 => Bytes::new(),
-        1 => pieces.pop().unwrap_or_default(),
-        _ => {
-            let mut all = BytesMut::with_capacity(pieces.iter().map(Bytes::len).sum());
-            for piece in &pieces {
-                all.extend_from_slice(piece);
-            }
-            all.freeze()
-        }
     }
 }
 

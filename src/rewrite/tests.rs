@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use super::unread::MAX_UNREAD_COPY;
 use super::*;
 use crate::progress::Progress;
 

@@ -1,0 +1,131 @@
+//! The rewriter's output, zero-copy where nothing changes: upstream bytes forwarded unchanged
+//! go out as slices of the chunk being fed (adjacent ones as one slice); what toolpulse writes
+//! (injected events, rewritten numbers, held events) goes into one reused buffer between them.
+
+use std::ops::Range;
+
+use bytes::{Bytes, BytesMut};
+
+#[derive(Debug, Default)]
+pub struct Output {
+    /// Output, in order: `segments`, then the open run of `origin` or `out` (never both).
+    segments: Vec<Bytes>,
+    /// The chunk being fed: upstream events forwarded unchanged go out as slices of it.
+    origin: Bytes,
+    /// The range of `origin` forwarded unchanged since the last other output.
+    run: Option<Range<usize>>,
+    /// Bytes toolpulse wrote.
+    out: BytesMut,
+}
+
+impl Output {
+    /// A chunk is being fed: unchanged bytes that lie in it go out as slices of it.
+    pub fn begin_chunk(&mut self, chunk: Bytes) {
+        self.origin = chunk;
+    }
+
+    /// The chunk is done: nothing holds it any more (call after [`Output::take`]).
+    pub fn end_chunk(&mut self) {
+        self.origin = Bytes::new();
+    }
+
+    /// The chunk being fed.
+    pub fn origin(&self) -> &Bytes {
+        &self.origin
+    }
+
+    /// Upstream bytes going out unchanged: a slice of the chunk being fed when they lie in it
+    /// (adjacent ones make one slice), else copied.
+    pub fn raw(&mut self, bytes: &Bytes) {
+        if !self.in_origin(bytes) {
+            return self.text().extend_from_slice(bytes);
+        }
+        let (origin, here) = (self.origin.as_ptr_range(), bytes.as_ptr_range());
+        let (start, end) = (
+            here.start as usize - origin.start as usize,
+            here.end as usize - origin.start as usize,
+        );
+        match &mut self.run {
+            Some(run) if run.end == start => run.end = end,
+            _ => {
+                self.end_run();
+                if !self.out.is_empty() {
+                    self.segments.push(self.out.split().freeze());
+                }
+                self.run = Some(start..end);
+            }
+        }
+    }
+
+    /// Whether `bytes` (not empty) lie in the chunk being fed.
+    pub fn in_origin(&self, bytes: &Bytes) -> bool {
+        let (origin, here) = (self.origin.as_ptr_range(), bytes.as_ptr_range());
+        !bytes.is_empty() && origin.start <= here.start && here.end <= origin.end
+    }
+
+    /// Where `data` (not empty) starts in the chunk being fed, when it lies in it.
+    pub fn offset_in_origin(&self, data: &[u8]) -> Option<usize> {
+        let (origin, here) = (self.origin.as_ptr_range(), data.as_ptr_range());
+        let inside = !data.is_empty() && origin.start <= here.start && here.end <= origin.end;
+        inside.then(|| here.start as usize - origin.start as usize)
+    }
+
+    /// Where toolpulse writes: after the unchanged bytes so far.
+    pub fn text(&mut self) -> &mut BytesMut {
+        self.end_run();
+        &mut self.out
+    }
+
+    fn end_run(&mut self) {
+        if let Some(run) = self.run.take() {
+            self.segments.push(self.origin.slice(run));
+        }
+    }
+
+    /// The output so far, in order.
+    pub fn take(&mut self) -> Vec<Bytes> {
+        self.end_run();
+        if !self.out.is_empty() {
+            self.segments.push(self.out.split().freeze());
+        }
+        std::mem::take(&mut self.segments)
+    }
+}
+
+/// `pieces` in one: the piece itself when there is one (no copy).
+pub fn concat(mut pieces: Vec<Bytes>) -> Bytes {
+    match pieces.len() {
+        0 => Bytes::new(),
+        1 => pieces.pop().unwrap_or_default(),
+        _ => {
+            let mut all = BytesMut::with_capacity(pieces.iter().map(Bytes::len).sum());
+            for piece in &pieces {
+                all.extend_from_slice(piece);
+            }
+            all.freeze()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unchanged_bytes_are_slices_of_the_chunk_and_writes_go_between() {
+        let chunk = Bytes::from_static(b"aaaabbbbcccc");
+        let mut output = Output::default();
+        output.begin_chunk(chunk.clone());
+        output.raw(&chunk.slice(0..4));
+        output.raw(&chunk.slice(4..8));
+        output.text().extend_from_slice(b"XY");
+        output.raw(&chunk.slice(8..12));
+        output.raw(&Bytes::from_static(b"!"));
+        let pieces = output.take();
+        output.end_chunk();
+        assert_eq!(pieces.len(), 4, "{pieces:?}");
+        assert_eq!(pieces[0].as_ptr(), chunk.as_ptr(), "a slice, not a copy");
+        assert_eq!(concat(pieces), Bytes::from_static(b"aaaabbbbXYcccc!"));
+        assert!(output.take().is_empty());
+    }
+}
