@@ -24,6 +24,10 @@
 #                   OTLP/HTTP receiver (examples/bench_collector.rs): target "toolpulse-otlp",
 #                   verified with the others and measured in the tools phase only (where spans
 #                   are made), beside plain toolpulse in the same run
+#   COMPANION=1     also measure a toolpulse with profile `openai` (companion items beside the
+#                   gateway's function_calls, the default before `hosted`): target
+#                   "toolpulse-openai", measured in the tools phase right after plain toolpulse
+#                   (profile `hosted`, the default), so the two profiles compare in one run
 #   BUS=1           the cost of the progress bus (issue 17): starts a redis-server (Debian's, on a
 #                   free loopback port, no persistence) and two more toolpulse processes, measured
 #                   in the tools phase only: toolpulse-mcp (an [mcp] listener: the in-process
@@ -41,6 +45,7 @@ source bench/lib.sh
 
 QUICK=${QUICK:-0}
 OTLP=${OTLP:-0}
+COMPANION=${COMPANION:-0}
 PHASES=${PHASES:-flood paced tools rss}
 CPUS=$(nproc)
 if [ "$CPUS" -ge 2 ]; then PIN=${PIN:-1}; else PIN=0; fi
@@ -125,6 +130,7 @@ UP_PID="" NGX_PID="" COL_PID="" REDIS_PID=""
 # each runs the benchmark's config plus its own section (target_toml).
 TP_TARGETS=(toolpulse)
 [ "$OTLP" = 1 ] && TP_TARGETS+=(toolpulse-otlp)
+[ "$COMPANION" = 1 ] && TP_TARGETS+=(toolpulse-openai)
 [ "$BUS" = 1 ] && TP_TARGETS+=(toolpulse-mcp toolpulse-bus)
 declare -A TP_PID=() TP_PORT=() ADMIN_PORT=() MCP_PORT=()
 
@@ -227,6 +233,7 @@ target_toml() {
       printf '\n[telemetry]\notlp_endpoint = "http://127.0.0.1:%s"\nservice_name = "toolpulse-bench"\n' \
         "$COL_PORT"
       ;;
+    toolpulse-openai) printf '\n[events]\nprofiles = ["openai"]\n' ;;
     # The MCP listener (no servers): every stream registers its open calls, in process...
     toolpulse-mcp) printf '\n[mcp]\nlisten = "127.0.0.1:%s"\n' "${MCP_PORT[$1]}" ;;
     # ... or in the Redis too.
@@ -451,6 +458,9 @@ for phase in $PHASES; do
   if [ "$OTLP" = 1 ] && [ "$phase" = tools ]; then
     measure "$phase" toolpulse-otlp "${sizes[@]}"
   fi
+  if [ "$COMPANION" = 1 ] && [ "$phase" = tools ]; then
+    measure "$phase" toolpulse-openai "${sizes[@]}"
+  fi
   if [ "$BUS" = 1 ] && [ "$phase" = tools ]; then
     for ((round = 1; round <= BUS_ROUNDS; round++)); do
       ROUND=$([ "$BUS_ROUNDS" -gt 1 ] && echo "$round" || true)
@@ -490,7 +500,7 @@ report() {
   cat <<EOF
 # toolpulse end-to-end benchmark, $(date '+%Y-%m-%d %H:%M %Z')
 
-- command: \`$([ "$QUICK" = 1 ] && echo "QUICK=1 ")$([ "$OTLP" = 1 ] && echo "OTLP=1 ")$([ "$BUS" = 1 ] && echo "BUS=1 ")$([ "$BUS_ROUNDS" != 1 ] && echo "BUS_ROUNDS=$BUS_ROUNDS ")bash bench/run.sh\`$([ "$PHASES" != "flood paced tools rss" ] && echo " (PHASES=\"$PHASES\")")
+- command: \`$([ "$QUICK" = 1 ] && echo "QUICK=1 ")$([ "$OTLP" = 1 ] && echo "OTLP=1 ")$([ "$COMPANION" = 1 ] && echo "COMPANION=1 ")$([ "$BUS" = 1 ] && echo "BUS=1 ")$([ "$BUS_ROUNDS" != 1 ] && echo "BUS_ROUNDS=$BUS_ROUNDS ")bash bench/run.sh\`$([ "$PHASES" != "flood paced tools rss" ] && echo " (PHASES=\"$PHASES\")")
 - machine: $CPUS CPUs ($(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)), $(awk '/^MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo), Linux $(uname -r); load average at start: $LOADAVG
 - toolpulse $(git rev-parse --short HEAD 2>/dev/null || echo "?")$dirty, one process, RUST_LOG=$TP_LOG, tokio worker threads: $TP_WORKERS_SHOWN; $TP_THREADS threads in all at the end
 - nginx $("$NGINX" -v 2>&1 | sed 's|.*/||'), one worker, proxy_buffering off, keep-alive HTTP/1.1 upstream, access_log off
@@ -526,6 +536,7 @@ EOF
       if (target == "nginx") { nc[phase] = cpu; n50[phase] = a50; n99[phase] = a99; nr[phase] = rss; ne[phase] = $7 }
       if (target == "toolpulse") { tc[phase] = cpu; t50[phase] = a50; t99[phase] = a99; tr[phase] = rss; te[phase] = $7; order[++n] = phase; inj[phase] = $6 }
       if (target == "toolpulse-otlp") { oc[phase] = cpu; o50[phase] = a50; o99[phase] = a99; orss[phase] = rss; oe[phase] = $7; oorder[++m] = phase }
+      if (target == "toolpulse-openai") { cc[phase] = cpu; c50[phase] = a50; c99[phase] = a99; crss[phase] = rss; ce[phase] = $7; corder[++q] = phase }
     }
     END {
       print ""
@@ -538,6 +549,19 @@ EOF
         printf "| %s | %s× | %+.0f µs | %+.0f µs | %s× | %s× | %s |\n", p,
           ratio(tc[p], nc[p]), t50[p] - n50[p], t99[p] - n99[p], ratio(tr[p], nr[p]),
           ratio(te[p], ne[p]), inj[p]
+      }
+      if (q > 0) {
+        print ""
+        print "toolpulse (profile hosted, the default) / toolpulse-openai (profile openai, companions) (COMPANION=1; same run, same phase):"
+        print ""
+        print "| phase | CPU µs/event | added p50 | added p99 | peak RSS | events/s |"
+        print "|---|---|---|---|---|---|"
+        for (i = 1; i <= q; i++) {
+          p = corder[i]
+          printf "| %s | %s× | %+.0f µs | %+.0f µs | %s× | %s× |\n", p,
+            ratio(tc[p], cc[p]), t50[p] - c50[p], t99[p] - c99[p], ratio(tr[p], crss[p]),
+            ratio(te[p], ce[p])
+        }
       }
       if (m > 0) {
         print ""

@@ -1,6 +1,7 @@
 //! Throughput of the rewriting core (`cargo bench --bench rewrite`), on generated antwort-shaped
 //! streams: (a) text only — nothing to inject, every byte forwarded — and (b) a web_search tool
-//! round every 50 events — injection plus renumbering of every later event — each fed in 16 KiB,
+//! round every 50 events — injection plus renumbering of every later event, under the default
+//! profile (`hosted`) and under `openai` (companions) — each fed in 16 KiB,
 //! 1 KiB and 64 B chunks; plus a real recorded OpenAI stream. Criterion reports bytes/s; the
 //! event count per stream is printed so events/s follows. The chunks go in as the proxy feeds
 //! them (`Rewriter::feed_bytes`: `Bytes`, and pieces out).
@@ -12,6 +13,7 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use toolpulse::profiles::Profile;
 use toolpulse::{Config, Rewriter};
 
 const EVENTS: usize = 5_000;
@@ -71,17 +73,23 @@ fn rewrite(config: &Arc<Config>, input: &Bytes, chunk: usize) -> usize {
 
 fn bench(c: &mut Criterion) {
     let config = Arc::new(Config::default());
+    // The companion shape (`openai`), the default before `hosted`: the tools stream under both.
+    let mut companion = Config::default();
+    companion.events.profiles = vec![Profile::OpenAi];
+    let companion = Arc::new(companion);
     let mut group = c.benchmark_group("rewrite");
-    for (name, input) in [
-        ("text_only", Bytes::from(stream(None))),
-        ("tools_every_50", Bytes::from(stream(Some(TOOL_EVERY)))),
+    let tools = Bytes::from(stream(Some(TOOL_EVERY)));
+    for (name, input, config) in [
+        ("text_only", Bytes::from(stream(None)), &config),
+        ("tools_every_50", tools.clone(), &config),
+        ("tools_every_50_openai", tools, &companion),
     ] {
         eprintln!("{name}: {} bytes, {EVENTS} events per stream", input.len());
         group.throughput(Throughput::Bytes(input.len() as u64));
         for chunk in [16 * 1024, 1024, 64] {
             let id = BenchmarkId::new(name, format!("{chunk}B_chunks"));
             group.bench_with_input(id, &input, |b, input| {
-                b.iter(|| rewrite(&config, black_box(input), chunk))
+                b.iter(|| rewrite(config, black_box(input), chunk))
             });
         }
     }

@@ -108,6 +108,24 @@ impl Params {
     pub fn event_count(&self) -> u64 {
         2 + self.events + self.rounds() * EVENTS_PER_ROUND
     }
+
+    /// Events of the rounds whose tool the gateway runs (every tool but the plain function
+    /// `get_weather`): profile `hosted` shows each such round as one hosted item instead, so
+    /// none of these reaches the client. Regenerates the script (only called when the count
+    /// of upstream events that arrived is not [`Params::event_count`]).
+    pub fn gateway_run_events(&self) -> u64 {
+        let mut script = Script::new(self);
+        let mut out = Vec::new();
+        let (mut rounds, mut hidden) = (0, 0);
+        while script.next(&mut out, None) != Step::End {
+            out.clear();
+            if script.rounds > rounds {
+                rounds = script.rounds;
+                hidden += u64::from(script.tool != "get_weather") * EVENTS_PER_ROUND;
+            }
+        }
+        hidden
+    }
 }
 
 impl fmt::Display for Params {

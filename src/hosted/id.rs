@@ -27,8 +27,21 @@ pub const MAX_ID_BYTES: usize =
     PREFIX.len() + (MAX_CALL_ID_BYTES * 4).div_ceil(3) + 1 + 16 + 1 + 2 * MAC_BYTES;
 
 /// A key for hosted ids. Its `Debug` never shows it.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Key(Vec<u8>);
+#[derive(Clone)]
+pub struct Key {
+    secret: Vec<u8>,
+    /// HMAC keyed with it, before any message: cloned per id, so the key's padding is hashed
+    /// once per key, not once per id (half the hashing of a short id).
+    keyed: std::sync::Arc<Hmac<Sha256>>,
+}
+
+impl PartialEq for Key {
+    fn eq(&self, other: &Key) -> bool {
+        self.secret == other.secret
+    }
+}
+
+impl Eq for Key {}
 
 impl std::fmt::Debug for Key {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -45,12 +58,18 @@ static PROCESS_KEY: LazyLock<Key> = LazyLock::new(|| {
     if getrandom::fill(&mut bytes).is_err() {
         tracing::error!("no randomness for the hosted id key: set [hosted] key");
     }
-    Key(bytes.to_vec())
+    Key::new(&bytes)
 });
 
 impl Key {
     pub fn new(secret: &[u8]) -> Key {
-        Key(secret.to_vec())
+        // `new_from_slice` takes keys of any length for HMAC.
+        let keyed = <Hmac<Sha256> as KeyInit>::new_from_slice(secret)
+            .unwrap_or_else(|_| unreachable!("HMAC takes any key length"));
+        Key {
+            secret: secret.to_vec(),
+            keyed: std::sync::Arc::new(keyed),
+        }
     }
 
     /// The process's random key.
@@ -59,9 +78,7 @@ impl Key {
     }
 
     fn mac(&self, call_id: &str, nonce: u64) -> [u8; MAC_BYTES] {
-        // `new_from_slice` takes keys of any length for HMAC.
-        let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(&self.0)
-            .unwrap_or_else(|_| unreachable!("HMAC takes any key length"));
+        let mut mac = Hmac::clone(&self.keyed);
         mac.update(&nonce.to_be_bytes());
         mac.update(call_id.as_bytes());
         let full = mac.finalize().into_bytes();
