@@ -17,7 +17,7 @@
 use serde_json::{Value, json};
 
 use super::Context;
-use super::openai::server_label;
+use super::openai::{self, server_label};
 use crate::lifecycle::{Call, Kind, Outcome, Phase, ToolOutput, Transition};
 use crate::sse::NewEvent;
 
@@ -122,11 +122,7 @@ pub fn item(
     id: &str,
     end: Option<(&Outcome, Option<&ToolOutput>)>,
 ) -> Value {
-    let status = match end {
-        None => "in_progress",
-        Some((Outcome::Completed, _)) => "completed",
-        Some((Outcome::Failed(_), _)) => "failed",
-    };
+    let status = openai::item_status(end.map(|(outcome, _)| outcome));
     let args: Value = match end {
         Some(_) => serde_json::from_str(&call.arguments).unwrap_or(Value::Null),
         None => Value::Null,

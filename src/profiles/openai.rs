@@ -158,6 +158,15 @@ pub fn server_label<'a>(call: &Call, context: &'a Context<'_>) -> &'a str {
         .unwrap_or(DEFAULT_SERVER_LABEL)
 }
 
+/// The `status` of a native item (companion or hosted): in progress until the call's outcome.
+pub fn item_status(outcome: Option<&Outcome>) -> &'static str {
+    match outcome {
+        None => "in_progress",
+        Some(Outcome::Completed) => "completed",
+        Some(Outcome::Failed(_)) => "failed",
+    }
+}
+
 /// The companion item: in progress (`end` is `None`) or in its final state.
 fn companion_item(
     call: &Call,
@@ -165,11 +174,7 @@ fn companion_item(
     id: &str,
     end: Option<(&Outcome, Option<&ToolOutput>)>,
 ) -> Value {
-    let status = match end {
-        None => "in_progress",
-        Some((Outcome::Completed, _)) => "completed",
-        Some((Outcome::Failed(_), _)) => "failed",
-    };
+    let status = item_status(end.map(|(outcome, _)| outcome));
     let args: Value = serde_json::from_str(&call.arguments).unwrap_or(Value::Null);
     match call.kind {
         Kind::Mcp => {
