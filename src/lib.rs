@@ -29,6 +29,7 @@ pub mod profiles;
 pub mod progress;
 pub mod proxy;
 pub mod rewrite;
+pub mod rules;
 pub mod sanitize;
 pub mod serve;
 pub mod sse;

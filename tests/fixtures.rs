@@ -35,6 +35,23 @@ const RECORDED_GOLDENS: &[(&str, &str, &str)] = &[
         "recorded_mcp.toml",
         "litellm_function_tool.mcp.out.sse",
     ),
+    // LiteLLM's MCP streams under the config shipped for it: its own mcp_call folded into the
+    // hosted item opened at the model's function_call.
+    (
+        "recordings/litellm-1.108.7/mcp_lookup_user.sse",
+        "../../config/litellm.toml",
+        "litellm-1.108.7.mcp_lookup_user.out.sse",
+    ),
+    (
+        "recordings/litellm-1.108.7/mcp_fail_tool.sse",
+        "../../config/litellm.toml",
+        "litellm-1.108.7.mcp_fail_tool.out.sse",
+    ),
+    (
+        "recordings/litellm-1.108.7/function_tool.sse",
+        "../../config/litellm.toml",
+        "recordings/litellm-1.108.7/function_tool.sse",
+    ),
     (
         "recordings/openai/openai-mcp-tool.1.sse",
         "recorded_mcp.toml",

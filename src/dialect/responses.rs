@@ -12,8 +12,8 @@ use serde_json::value::RawValue;
 
 use super::members;
 use super::scan::{self, Scan};
-use crate::lifecycle::OutputFacts;
-use crate::lifecycle::track::{CallItem, Signal};
+use crate::lifecycle::track::{CallItem, NativeItem, Signal};
+use crate::lifecycle::{Kind, OutputFacts};
 
 /// Event types that end a response: open calls are closed just before them.
 const TERMINAL_TYPES: &[&str] = &[
@@ -53,6 +53,8 @@ pub struct Reading<'a> {
     pub starts_response: bool,
     /// The event carries a `response` whose `output` lists the items so far.
     pub lists_output: bool,
+    /// The raw JSON of the item of an `output_item.added`/`.done`.
+    pub item: Option<&'a str>,
 }
 
 /// The data is not a JSON object of the expected shape: forward it untouched.
@@ -228,6 +230,11 @@ pub fn read_full<'a>(data: &'a [u8]) -> Result<Reading<'a>, Unreadable> {
     let kind = string(envelope.kind).ok().flatten();
     let starts_response = kind.as_deref() == Some(CREATED);
     let lists_output = kind.as_deref().is_some_and(|k| LISTS_OUTPUT.contains(&k));
+    // Only where it is an output item: the scan (which never sees these types) agrees.
+    let item = matches!(kind.as_deref(), Some(ITEM_ADDED | ITEM_DONE))
+        .then_some(envelope.item)
+        .flatten()
+        .map(RawValue::get);
     let signal = match kind.as_deref() {
         Some(t) if TERMINAL_TYPES.contains(&t) => Some(Signal::Terminal),
         Some(t @ (ITEM_ADDED | ITEM_DONE)) => {
@@ -252,6 +259,7 @@ pub fn read_full<'a>(data: &'a [u8]) -> Result<Reading<'a>, Unreadable> {
         signal,
         starts_response,
         lists_output,
+        item,
     })
 }
 
@@ -289,15 +297,18 @@ pub fn listed_calls(data: &[u8]) -> Vec<ListedCall<'_>> {
 pub enum ListedKind {
     Call,
     Output,
+    /// A hosted item of the gateway's own (`mcp_call`, `web_search_call`, `file_search_call`).
+    Hosted,
     Other,
 }
 
-/// One item of a `response.output` list: its kind, its `call_id` (calls and outputs), and
-/// where its JSON lies in the event's data.
+/// One item of a `response.output` list: its kind, its `call_id` (calls and outputs), its `id`,
+/// and where its JSON lies in the event's data.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ListedItem<'a> {
     pub kind: ListedKind,
     pub call_id: Option<Cow<'a, str>>,
+    pub id: Option<Cow<'a, str>>,
     pub span: Range<usize>,
 }
 
@@ -310,7 +321,7 @@ pub struct Listing<'a> {
 
 /// The items of the `response.output` array of an event's data; `None` when there is none or
 /// the shape is unexpected.
-pub fn listed_items(data: &[u8]) -> Option<Listing<'_>> {
+pub fn listed_items<'a>(data: &'a [u8]) -> Option<Listing<'a>> {
     let text = std::str::from_utf8(data).ok()?;
     let output = members::get(members::get(text, "response")?.get(), "output")?;
     let items = serde_json::from_str::<Vec<&RawValue>>(output.get()).ok()?;
@@ -321,13 +332,19 @@ pub fn listed_items(data: &[u8]) -> Option<Listing<'_>> {
         let kind = match kind.as_deref() {
             Some("function_call") => ListedKind::Call,
             Some("function_call_output") => ListedKind::Output,
+            Some("mcp_call" | "web_search_call" | "file_search_call") => ListedKind::Hosted,
             _ => ListedKind::Other,
         };
-        let call_id = fields.and_then(|f| string(f.call_id).ok().flatten());
+        let field = |f: fn(&ItemFields<'a>) -> Option<&'a RawValue>| {
+            fields.as_ref().and_then(|x| string(f(x)).ok().flatten())
+        };
+        let call_id = field(|f| f.call_id);
+        let id = field(|f| f.id);
         let at = offset_in(text, item.get());
         ListedItem {
             kind,
             call_id,
+            id,
             span: at..at + item.get().len(),
         }
     });
@@ -335,12 +352,6 @@ pub fn listed_items(data: &[u8]) -> Option<Listing<'_>> {
         span: start..start + output.get().len(),
         items: items.collect(),
     })
-}
-
-/// The `item` member of an event's data, as raw JSON.
-pub fn item_json(data: &[u8]) -> Option<&str> {
-    let text = std::str::from_utf8(data).ok()?;
-    Some(members::get(text, "item")?.get())
 }
 
 /// What an output item means for tool calls; nothing when it is not an object or a member that
@@ -357,9 +368,31 @@ fn item_signal(item: &RawValue, done: bool, output_index: Option<u64>) -> Option
             string(item.arguments)?,
         ))
     };
-    let (Some(kind), Some(call_id), id, name, status, arguments) = strings().ok()? else {
+    let (Some(kind), call_id, id, name, status, arguments) = strings().ok()? else {
         return None;
     };
+    let facts = || OutputFacts {
+        status: status.clone(),
+        error: item.error.map(|e| Cow::Borrowed(e.get())),
+        texts: item.output.map(output_texts).unwrap_or_default(),
+    };
+    let native = match &*kind {
+        "mcp_call" => Some(Kind::Mcp),
+        "web_search_call" => Some(Kind::WebSearch),
+        "file_search_call" => Some(Kind::FileSearch),
+        _ => None,
+    };
+    if let (Some(kind), Some(item_id)) = (native, &id) {
+        return Some(Signal::Native(NativeItem {
+            item_id: item_id.clone(),
+            kind,
+            name: name.clone(),
+            arguments: arguments.clone(),
+            done,
+            facts: facts(),
+        }));
+    }
+    let call_id = call_id?;
     match &*kind {
         "function_call" => {
             let call = CallItem {
@@ -377,11 +410,7 @@ fn item_signal(item: &RawValue, done: bool, output_index: Option<u64>) -> Option
         }
         "function_call_output" => Some(Signal::Output {
             call_id,
-            facts: OutputFacts {
-                status,
-                error: item.error.map(|e| Cow::Borrowed(e.get())),
-                texts: item.output.map(output_texts).unwrap_or_default(),
-            },
+            facts: facts(),
         }),
         _ => None,
     }
@@ -640,7 +669,23 @@ mod tests {
     #[test]
     fn native_items_terminal_done_and_garbage() {
         let native = br#"{"type":"response.output_item.added","item":{"type":"mcp_call","id":"m","name":"x"}}"#;
-        assert_eq!(read(native).expect("ok").signal, None);
+        let Some(Signal::Native(item)) = read(native).expect("ok").signal else {
+            panic!("a native item")
+        };
+        assert_eq!(
+            (&*item.item_id, item.kind, item.done),
+            ("m", Kind::Mcp, false)
+        );
+        assert_eq!(item.name.as_deref(), Some("x"));
+        let done = br#"{"type":"response.output_item.done","item":{"type":"mcp_call","id":"m","status":"completed","output":"42","error":null}}"#;
+        let Some(Signal::Native(item)) = read(done).expect("ok").signal else {
+            panic!("a native item")
+        };
+        assert!(item.done);
+        assert_eq!(item.facts.texts, ["42"]);
+        assert_eq!(item.facts.error, None);
+        let no_id = br#"{"type":"response.output_item.added","item":{"type":"web_search_call"}}"#;
+        assert_eq!(read(no_id).expect("ok").signal, None);
         let nested_error = br#"{"type":"error","error":{"type":"server_error","message":"x"}}"#;
         assert_eq!(
             read(nested_error).expect("ok").signal,

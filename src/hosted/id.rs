@@ -1,6 +1,6 @@
 //! Hosted item ids: `tph_` + the gateway's `call_id` (base64url) + `.` + the stream's nonce
-//! (16 hex digits) + `.` + an HMAC-SHA256 of both under the deployment's key (the first 16
-//! bytes, hex). Only a holder of the key can make an id that names a call, so a client cannot
+//! (8 bytes) and an HMAC-SHA256 of both under the deployment's key (its first 16 bytes), the 24
+//! bytes in base64url (32 characters: every hosted event carries the id, so it is kept short). Only a holder of the key can make an id that names a call, so a client cannot
 //! name another user's call by guessing its id; the nonce makes the ids of two streams differ
 //! even where a gateway reuses call ids (many number them per response), so the store, keyed by
 //! the whole id, never hands one user's pair to another; and a verified id gives back the
@@ -22,9 +22,11 @@ const MAC_BYTES: usize = 16;
 /// The longest `call_id` put in an id; a longer one gets no hosted item (ids stay short).
 pub const MAX_CALL_ID_BYTES: usize = 256;
 
-/// The longest hosted id: the prefix, the longest call id in base64url, the nonce, the MAC.
-pub const MAX_ID_BYTES: usize =
-    PREFIX.len() + (MAX_CALL_ID_BYTES * 4).div_ceil(3) + 1 + 16 + 1 + 2 * MAC_BYTES;
+/// The nonce and the MAC, in base64url.
+const TAIL_CHARS: usize = (8 + MAC_BYTES) * 4 / 3;
+
+/// The longest hosted id: the prefix, the longest call id in base64url, the nonce and the MAC.
+pub const MAX_ID_BYTES: usize = PREFIX.len() + (MAX_CALL_ID_BYTES * 4).div_ceil(3) + 1 + TAIL_CHARS;
 
 /// A key for hosted ids. Its `Debug` never shows it.
 #[derive(Clone)]
@@ -89,13 +91,14 @@ impl Key {
 
     /// The hosted item id for `call_id` in the stream with `nonce`.
     pub fn id_for(&self, call_id: &str, nonce: u64) -> String {
-        let mut id = String::with_capacity(PREFIX.len() + call_id.len() * 4 / 3 + 52);
+        let mut id = String::with_capacity(PREFIX.len() + call_id.len() * 4 / 3 + 4 + TAIL_CHARS);
         id.push_str(PREFIX);
         URL_SAFE_NO_PAD.encode_string(call_id, &mut id);
         id.push('.');
-        push_hex(&mut id, &nonce.to_be_bytes());
-        id.push('.');
-        push_hex(&mut id, &self.mac(call_id, nonce));
+        let mut tail = [0u8; 8 + MAC_BYTES];
+        tail[..8].copy_from_slice(&nonce.to_be_bytes());
+        tail[8..].copy_from_slice(&self.mac(call_id, nonce));
+        URL_SAFE_NO_PAD.encode_string(tail, &mut id);
         id
     }
 
@@ -103,54 +106,25 @@ impl Key {
     /// made under another key).
     pub fn verify(&self, id: &str) -> Option<String> {
         let rest = id.strip_prefix(PREFIX)?;
-        let (encoded, rest) = rest.split_once('.')?;
-        let (nonce, mac) = rest.split_once('.')?;
-        if encoded.len() > MAX_CALL_ID_BYTES * 4 / 3 + 4
-            || nonce.len() != 16
-            || mac.len() != MAC_BYTES * 2
-        {
+        let (encoded, tail) = rest.split_once('.')?;
+        if encoded.len() > MAX_CALL_ID_BYTES * 4 / 3 + 4 || tail.len() != TAIL_CHARS {
             return None;
         }
         let call_id = String::from_utf8(URL_SAFE_NO_PAD.decode(encoded).ok()?).ok()?;
-        let mut nonce_bytes = [0u8; 8];
-        read_hex(nonce, &mut nonce_bytes)?;
-        let expected = self.mac(&call_id, u64::from_be_bytes(nonce_bytes));
-        let mut given = [0u8; MAC_BYTES];
-        read_hex(mac, &mut given)?;
+        let mut bytes = [0u8; 8 + MAC_BYTES];
+        // Exactly 24 bytes: a 32-character tail decodes to no more, and to no fewer.
+        if URL_SAFE_NO_PAD.decode_slice(tail, &mut bytes).ok()? != bytes.len() {
+            return None;
+        }
+        let (nonce, given) = bytes.split_at(8);
+        let nonce = u64::from_be_bytes(nonce.try_into().ok()?);
+        let expected = self.mac(&call_id, nonce);
         // Constant time, as MACs are compared.
         let diff = expected
             .iter()
             .zip(given)
             .fold(0u8, |acc, (a, b)| acc | (a ^ b));
         (diff == 0).then_some(call_id)
-    }
-}
-
-const HEX: &[u8; 16] = b"0123456789abcdef";
-
-fn push_hex(out: &mut String, bytes: &[u8]) {
-    for byte in bytes {
-        out.push(char::from(HEX[usize::from(byte >> 4)]));
-        out.push(char::from(HEX[usize::from(byte & 15)]));
-    }
-}
-
-/// Lowercase hex into `out` (exactly its length's worth).
-fn read_hex(text: &str, out: &mut [u8]) -> Option<()> {
-    if text.len() != out.len() * 2 {
-        return None;
-    }
-    for (i, pair) in text.as_bytes().chunks(2).enumerate() {
-        out[i] = (hex_value(pair[0])? << 4) | hex_value(pair[1])?;
-    }
-    Some(())
-}
-
-fn hex_value(c: u8) -> Option<u8> {
-    match c {
-        b'0'..=b'9' => Some(c - b'0'),
-        b'a'..=b'f' => Some(c - b'a' + 10),
-        _ => None,
     }
 }
 
@@ -185,20 +159,33 @@ mod tests {
     fn forged_and_malformed_ids_do_not_verify() {
         let key = Key::new(b"k");
         let id = key.id_for("call_1", 1);
-        let (head, mac) = id.rsplit_once('.').expect("a dot");
+        let (head, tail) = id.rsplit_once('.').expect("a dot");
+        assert_eq!(tail.len(), 32, "{id}");
         let other = key.id_for("call_2", 1);
-        let other_mac = other.rsplit_once('.').expect("a dot").1;
-        let nonce_swapped = id.replace(".0000000000000001.", ".0000000000000002.");
+        let other_tail = other.rsplit_once('.').expect("a dot").1;
+        let another_nonce = key.id_for("call_1", 2);
+        let another_nonce = another_nonce.rsplit_once('.').expect("a dot").1;
+        // The nonce of one id with the MAC of another.
+        let spliced = format!("{head}.{}{}", &another_nonce[..11], &tail[11..]);
+        let flipped = {
+            let mut t = tail.as_bytes().to_vec();
+            t[20] = if t[20] == b'A' { b'B' } else { b'A' };
+            format!("{head}.{}", String::from_utf8(t).expect("ascii"))
+        };
         for forged in [
-            format!("{head}.{other_mac}"),
-            format!("{head}.{}", "0".repeat(32)),
-            format!("{head}.{}", &mac[..30]),
-            format!("{head}.{}", mac.to_uppercase()),
-            nonce_swapped,
+            format!("{head}.{other_tail}"),
+            format!("{head}.{}", "A".repeat(32)),
+            format!("{head}.{}", &tail[..30]),
+            format!("{head}.{tail}A"),
+            // (A tail without lowercase letters stays the same: then "x", which fails too.)
+            format!("{head}.{}", tail.to_uppercase()).replace(&id, "x"),
+            format!("{head}.{}+", &tail[..31]),
+            spliced,
+            flipped,
             format!("tp_{}", &id[4..]),
             "tph_..".into(),
             "tph_".into(),
-            format!("tph_{}.0000000000000001.{mac}", "A".repeat(1000)),
+            format!("tph_{}.{tail}", "A".repeat(1000)),
         ] {
             assert_eq!(key.verify(&forged), None, "{forged}");
         }

@@ -65,7 +65,7 @@ pub fn map_input(
             && let Some(pair) = store.get(item_id, now)
         {
             mapped.from_store += 1;
-            return Replace::With(format!("{},{}", pair.call_item, pair.output_item));
+            return Replace::With(pair.input_items());
         }
         match from_content(head, item, call_id.as_deref().unwrap_or(item_id)) {
             Some(pair) => {

@@ -9,7 +9,9 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-/// The gateway's own items of one call, as it streamed them (JSON objects).
+/// The gateway's own items of one call, as it streamed them (JSON objects): its
+/// `function_call` and `function_call_output`, or its own hosted item alone (`output_item`
+/// empty) where it streamed one (LiteLLM's `mcp_call`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Pair {
     pub call_item: String,
@@ -17,6 +19,14 @@ pub struct Pair {
 }
 
 impl Pair {
+    /// The items as they go back into a request's `input` (comma-separated).
+    pub fn input_items(&self) -> String {
+        if self.output_item.is_empty() {
+            return self.call_item.clone();
+        }
+        format!("{},{}", self.call_item, self.output_item)
+    }
+
     fn bytes(&self, id: &str) -> usize {
         id.len() + self.call_item.len() + self.output_item.len()
     }

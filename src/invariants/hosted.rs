@@ -53,11 +53,61 @@ fn number(json: &Map<String, Value>) -> Option<u64> {
 }
 
 /// What one response of the output shows: its hosted items (call id → hosted id, by the
-/// response they were added in) and the outputs it shows as they are.
+/// response they were added in), the outputs it shows as they are, and the gateway's own hosted
+/// items folded into them (item id → hosted id).
 #[derive(Default)]
 struct Shown {
     hosted: HashMap<String, String>,
     outputs: HashSet<String>,
+    /// Every item id the output adds or finishes (to tell the folded native items).
+    ids: HashSet<String>,
+    /// The hosted items in the order they were added: type, name, id.
+    order: Vec<(String, Option<String>, String)>,
+    natives: HashMap<String, String>,
+}
+
+/// The types of the native hosted items (OpenAI's, the gateway's own or toolpulse's).
+const NATIVE_TYPES: &[&str] = &["mcp_call", "web_search_call", "file_search_call"];
+
+/// The gateway's own hosted items the output never shows are folded into toolpulse's: each
+/// into the first hosted item of its response, of its type and name, not yet taken.
+fn fold_natives(inputs: &[Option<Map<String, Value>>], responses: &mut [Shown]) {
+    let mut response = 0;
+    let mut taken: HashSet<String> = HashSet::new();
+    for json in inputs.iter().flatten() {
+        let kind = text(json, "type");
+        if kind == Some("response.created") {
+            response += 1;
+            taken.clear();
+        }
+        let item_event = matches!(
+            kind,
+            Some("response.output_item.added" | "response.output_item.done")
+        );
+        let Some(shown) = responses.get_mut(response) else {
+            return;
+        };
+        let (Some(item_type), Some(id)) = (item_field(json, "type"), item_field(json, "id")) else {
+            continue;
+        };
+        if !item_event
+            || !NATIVE_TYPES.contains(&item_type)
+            || id.starts_with(PREFIX)
+            || shown.ids.contains(id)
+            || shown.natives.contains_key(id)
+        {
+            continue;
+        }
+        let name = item_field(json, "name");
+        let host = shown.order.iter().find(|(t, n, hosted)| {
+            let same_name = name.is_none() || n.is_none() || n.as_deref() == name;
+            t == item_type && same_name && !taken.contains(hosted)
+        });
+        if let Some((_, _, hosted)) = host {
+            taken.insert(hosted.clone());
+            shown.natives.insert(id.to_string(), hosted.clone());
+        }
+    }
 }
 
 /// A hosted item as the output showed it.
@@ -88,13 +138,26 @@ pub fn check(input: &[u8], output: &[u8], max_event_bytes: usize) -> Result<Repo
         if text(json, "type") == Some("response.created") {
             responses.push(Shown::default());
         }
-        let Shown { hosted, outputs } = responses.last_mut().ok_or("no response")?;
+        let shown = responses.last_mut().ok_or("no response")?;
+        let Shown {
+            hosted,
+            outputs,
+            ids,
+            order,
+            ..
+        } = shown;
         // A hosted item belongs to the response it was added in (a call left open by a
         // response without a terminal event closes in the next one).
         let added = text(json, "type") == Some("response.output_item.added");
+        if let Some(id) = item_field(json, "id") {
+            ids.insert(id.to_string());
+        }
         if let Some(id) = item_field(json, "id").filter(|id| added && id.starts_with(PREFIX)) {
             let call_id = call_id_of(id).ok_or(format!("hosted id {id:?} names no call"))?;
             hosted.insert(call_id, id.to_string());
+            let item_type = item_field(json, "type").unwrap_or_default().to_string();
+            let name = item_field(json, "name").map(str::to_string);
+            order.push((item_type, name, id.to_string()));
         }
         if item_field(json, "type") == Some("function_call_output")
             && let Some(call_id) = item_field(json, "call_id")
@@ -111,6 +174,7 @@ pub fn check(input: &[u8], output: &[u8], max_event_bytes: usize) -> Result<Repo
         .iter()
         .map(|e| e.raw().len() > max_event_bytes)
         .collect();
+    fold_natives(&in_json, &mut responses);
     let hidden = hidden_inputs(&in_json, &in_unread, &responses);
     let expected: Vec<usize> = (0..inputs.len()).filter(|i| !hidden[*i]).collect();
 
@@ -219,11 +283,13 @@ fn hidden_inputs(
             }
             let shown = responses.get(response).unwrap_or(&none);
             let call_id = item_field(json, "call_id").filter(|c| shown.hosted.contains_key(*c));
-            let hides = match (item_field(json, "type"), call_id) {
-                (Some("function_call"), Some(_)) => true,
-                (Some("function_call_output"), Some(c)) => !shown.outputs.contains(c),
-                _ => false,
-            };
+            let folded = item_field(json, "id").is_some_and(|id| shown.natives.contains_key(id));
+            let hides = folded
+                || match (item_field(json, "type"), call_id) {
+                    (Some("function_call"), Some(_)) => true,
+                    (Some("function_call_output"), Some(c)) => !shown.outputs.contains(c),
+                    _ => false,
+                };
             if hides {
                 hidden_indices.extend(index(json));
                 hidden_items.extend(item_field(json, "id").map(str::to_string));
@@ -272,17 +338,29 @@ fn matches(
     match (listed(a), listed(b)) {
         (None, None) => {}
         (Some(before), Some(after)) => {
-            // The input's list with each hosted call replaced by its item, its output left out.
+            // The input's list with each hosted call replaced by its item where its call (or
+            // the gateway's own item for it) was first, its output left out.
             let mut want = Vec::new();
+            let mut placed = HashSet::new();
             for item in before {
                 let call_id = item.get("call_id").and_then(Value::as_str);
                 let kind = item.get("type").and_then(Value::as_str);
-                match (kind, call_id.and_then(|c| shown.hosted.get(c))) {
-                    (Some("function_call"), Some(id)) => match items.get(id) {
+                let native = item
+                    .get("id")
+                    .and_then(Value::as_str)
+                    .and_then(|id| shown.natives.get(id));
+                let hosted = match kind {
+                    Some("function_call") => call_id.and_then(|c| shown.hosted.get(c)),
+                    Some(k) if NATIVE_TYPES.contains(&k) => native,
+                    _ => None,
+                };
+                match (kind, call_id.and_then(|c| shown.hosted.get(c)), hosted) {
+                    (Some("function_call_output"), Some(_), _) if !after.contains(&item) => {}
+                    (_, _, Some(id)) if !placed.insert(id.clone()) => {}
+                    (_, _, Some(id)) => match items.get(id) {
                         Some(h) => want.push(h.last.clone()),
                         None => want.push(item),
                     },
-                    (Some("function_call_output"), Some(_)) if !after.contains(&item) => {}
                     _ => want.push(item),
                 }
             }

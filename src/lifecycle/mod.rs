@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use serde::Deserialize;
 
 pub use classify::{Classifier, FailureRules, OutputFacts};
-pub use track::{Signal, Tracker};
+pub use track::{NativeItem, Signal, Tracker};
 
 /// What kind of tool a call is, decided by its name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]

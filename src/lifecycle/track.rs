@@ -42,6 +42,24 @@ pub enum Signal<'a> {
     },
     /// The response ended (`response.completed`/`failed`/`incomplete`, `error`).
     Terminal,
+    /// A hosted item of the gateway's own (`mcp_call`, `web_search_call`, `file_search_call`)
+    /// was added or is done. The tracker leaves it alone; profile `hosted` folds it into the
+    /// item it shows for the same call (LiteLLM streams one after the model's `function_call`).
+    Native(NativeItem<'a>),
+}
+
+/// A hosted item the gateway streamed itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NativeItem<'a> {
+    pub item_id: Cow<'a, str>,
+    /// `Mcp`, `WebSearch` or `FileSearch`.
+    pub kind: Kind,
+    pub name: Option<Cow<'a, str>>,
+    pub arguments: Option<Cow<'a, str>>,
+    /// `output_item.done` (else `.added`).
+    pub done: bool,
+    /// Its result, as far as it has one (status, error, output).
+    pub facts: OutputFacts<'a>,
 }
 
 impl Signal<'_> {
@@ -135,6 +153,7 @@ impl Tracker {
                 }
             }
             Signal::Terminal => self.finish(now, out),
+            Signal::Native(_) => {}
         }
     }
 

@@ -97,13 +97,11 @@ impl Drop for RequestLog {
                 m.streams_active.dec();
                 m.events_uninterpreted
                     .inc_by(stats.unreadable + stats.oversize_events);
-                if stats.hosted_outputs_shown > 0 {
+                for (rule, n) in stats.violations.broken() {
                     let rule = crate::metrics::Rule {
-                        rule: "hosted_output_index",
+                        rule: rule.as_str(),
                     };
-                    m.upstream_violations
-                        .get_or_create(&rule)
-                        .inc_by(stats.hosted_outputs_shown);
+                    m.upstream_violations.get_or_create(&rule).inc_by(n);
                 }
                 // Reports a newer one replaced before they reached the client.
                 let coalesced = crate::metrics::SourceOutcome {

@@ -6,6 +6,7 @@
 //! Memory: at most [`MAX_HOSTED_CALLS`] calls per response (later calls are left as the gateway
 //! sent them), and at most [`MAX_PAIR_BYTES`] of a call's item JSON held.
 
+use std::collections::{HashMap, HashSet};
 use std::ops::Range;
 
 use super::Splice;
@@ -20,23 +21,25 @@ pub const MAX_PAIR_BYTES: usize = (1 << 20) + 4096;
 
 #[derive(Debug, Default, Clone)]
 pub struct HostedItems {
-    /// Upstream `output_index`es whose events are dropped.
+    /// Upstream `output_index`es whose events are dropped, sorted: looked up for every event
+    /// while any is hidden.
     hidden: Vec<u64>,
-    calls: Vec<HostedCall>,
+    /// The hosted calls by call id, each with the `function_call` item as the gateway sent it
+    /// done (for the store) until its output takes it.
+    calls: HashMap<Box<str>, Option<String>, Hasher>,
     /// Call ids this response has shown (hosted or not), at most [`MAX_SEEN_CALLS`]: a call id
     /// is hosted only at its first sighting.
-    seen: Vec<String>,
+    seen: HashSet<Box<str>, Hasher>,
+    /// The gateway's own hosted items folded into a call's (item id → call id), one per call.
+    natives: HashMap<Box<str>, Box<str>, Hasher>,
 }
+
+/// Keys are call ids, which an upstream chooses: foldhash's per-process random seed keeps them
+/// from being chosen to collide.
+type Hasher = foldhash::fast::RandomState;
 
 /// Call ids remembered per response; past that no new call is hosted.
 pub const MAX_SEEN_CALLS: usize = 4 * MAX_HOSTED_CALLS;
-
-#[derive(Debug, Clone)]
-struct HostedCall {
-    call_id: String,
-    /// The `function_call` item as the gateway sent it done (for the store).
-    call_item: Option<String>,
-}
 
 impl HostedItems {
     /// A new response starts.
@@ -44,18 +47,19 @@ impl HostedItems {
         self.hidden.clear();
         self.calls.clear();
         self.seen.clear();
+        self.natives.clear();
     }
 
     /// Call id `call_id` has been shown in this response.
     pub fn see(&mut self, call_id: &str) {
-        if !self.was_seen(call_id) && self.seen.len() < MAX_SEEN_CALLS {
-            self.seen.push(call_id.to_string());
+        if self.seen.len() < MAX_SEEN_CALLS && !self.seen.contains(call_id) {
+            self.seen.insert(call_id.into());
         }
     }
 
     /// Whether call id `call_id` was shown before in this response (or too many were).
     pub fn was_seen(&self, call_id: &str) -> bool {
-        self.seen.len() >= MAX_SEEN_CALLS || self.seen.iter().any(|c| c == call_id)
+        self.seen.len() >= MAX_SEEN_CALLS || self.seen.contains(call_id)
     }
 
     /// Whether any event may have to be dropped (so every event must be read).
@@ -69,79 +73,102 @@ impl HostedItems {
 
     /// Whether events at upstream index `index` are dropped.
     pub fn hides(&self, index: u64) -> bool {
-        self.hidden.contains(&index)
+        self.hidden.binary_search(&index).is_ok()
     }
 
     /// Whether call `call_id` is shown as a hosted item in this response.
     pub fn contains(&self, call_id: &str) -> bool {
-        self.calls.iter().any(|c| c.call_id == call_id)
+        self.calls.contains_key(call_id)
+    }
+
+    /// The call whose item the gateway's own hosted item `item_id` was folded into.
+    pub fn native_call(&self, item_id: &str) -> Option<&str> {
+        self.natives.get(item_id).map(|c| &**c)
+    }
+
+    /// Whether a native item of the gateway's was folded into call `call_id`'s.
+    pub fn has_native(&self, call_id: &str) -> bool {
+        self.natives.values().any(|c| &**c == call_id)
+    }
+
+    /// The gateway's own hosted item `item_id` is folded into hosted call `call_id`'s.
+    pub fn fold_native(&mut self, item_id: &str, call_id: &str) {
+        if self.natives.len() < MAX_HOSTED_CALLS {
+            self.natives.insert(item_id.into(), call_id.into());
+        }
     }
 
     /// Call `call_id`, whose `function_call` item is at upstream index `index`, is hosted.
     pub fn open(&mut self, call_id: &str, index: u64) {
         self.hide(index);
-        self.calls.push(HostedCall {
-            call_id: call_id.to_string(),
-            call_item: None,
-        });
+        self.calls.insert(call_id.into(), None);
     }
 
     /// Events at upstream index `index` are dropped from now on.
     pub fn hide(&mut self, index: u64) {
-        if !self.hidden.contains(&index) {
-            self.hidden.push(index);
+        if let Err(at) = self.hidden.binary_search(&index) {
+            self.hidden.insert(at, index);
         }
     }
 
     /// Keeps the gateway's `function_call` item of hosted call `call_id`.
     pub fn keep_call_item(&mut self, call_id: &str, item: &str) {
-        if let Some(call) = self.calls.iter_mut().find(|c| c.call_id == call_id) {
-            call.call_item = (item.len() <= MAX_PAIR_BYTES).then(|| item.to_string());
+        if let Some(call_item) = self.calls.get_mut(call_id) {
+            *call_item = (item.len() <= MAX_PAIR_BYTES).then(|| item.to_string());
         }
     }
 
     /// Hands over the kept `function_call` item of `call_id` (its output arrived).
     pub fn take_call_item(&mut self, call_id: &str) -> Option<String> {
-        let call = self.calls.iter_mut().find(|c| c.call_id == call_id)?;
-        call.call_item.take()
+        self.calls.get_mut(call_id)?.take()
     }
 
     /// The edit of an event's data that lists the response's output: each hosted call's
-    /// `function_call` replaced by its hosted item (from `items`), its `function_call_output`
-    /// left out. `None` when nothing changes or the list cannot be read.
+    /// `function_call` (or the gateway's own hosted item for it, whichever comes first) replaced
+    /// by its hosted item (from `items`), the other and its `function_call_output` left out. `None` when nothing changes or the list cannot be read.
     pub fn listing(&self, data: &[u8], items: &Companions) -> Option<(Range<usize>, Splice)> {
         let listing = responses::listed_items(data)?;
         let mut changed = false;
         let mut text = String::with_capacity(listing.span.len());
         text.push('[');
+        // A call's item goes where the first of its items was listed (the gateway's
+        // `function_call` or its own hosted item), once.
+        let mut placed: Vec<&str> = Vec::new();
         for item in &listing.items {
             let json = &data[item.span.clone()];
-            let hosted = item.call_id.as_deref().filter(|id| self.contains(id));
-            let replacement = match (item.kind, hosted) {
-                (responses::ListedKind::Call, Some(call_id)) => items.get(call_id),
-                _ => None,
-            };
-            let hidden = matches!(
-                (item.kind, hosted),
-                (responses::ListedKind::Output, Some(_))
-            );
-            if hidden {
-                changed = true;
-                continue;
-            }
-            if text.len() > 1 {
-                text.push(',');
-            }
-            match replacement {
-                Some(replacement) => {
-                    changed = true;
-                    text.push_str(replacement);
+            let call_id = match item.kind {
+                responses::ListedKind::Call | responses::ListedKind::Output => {
+                    item.call_id.as_deref().filter(|id| self.contains(id))
                 }
-                // Listed items are slices of valid UTF-8 data.
-                None => text.push_str(&String::from_utf8_lossy(json)),
+                responses::ListedKind::Hosted => {
+                    item.id.as_deref().and_then(|id| self.native_call(id))
+                }
+                responses::ListedKind::Other => None,
+            };
+            let shown = match (item.kind, call_id) {
+                (_, None) => Some(json_text(json)),
+                (responses::ListedKind::Output, Some(_)) => None,
+                (_, Some(call_id)) if placed.contains(&call_id) => None,
+                (_, Some(call_id)) => {
+                    placed.push(call_id);
+                    // Without a kept item (past its bound) the gateway's stays.
+                    items.get(call_id).map(Into::into).or(Some(json_text(json)))
+                }
+            };
+            changed |= call_id.is_some();
+            if let Some(shown) = shown {
+                if text.len() > 1 {
+                    text.push(',');
+                }
+                text.push_str(&shown);
             }
         }
         text.push(']');
         changed.then_some((listing.span, Splice::Text(text)))
     }
+}
+
+/// A listed item's JSON (a slice of valid UTF-8 data).
+fn json_text(json: &[u8]) -> std::borrow::Cow<'_, str> {
+    String::from_utf8_lossy(json)
 }

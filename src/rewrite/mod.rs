@@ -16,6 +16,7 @@ mod output;
 mod pace;
 mod unread;
 
+use std::borrow::Cow;
 use std::ops::Range;
 use std::sync::{Arc, LazyLock};
 use std::time::{Duration, Instant, SystemTime};
@@ -25,9 +26,10 @@ use memchr::memmem;
 
 use crate::config::Config;
 use crate::dialect::responses::{self, Number};
-use crate::lifecycle::{Kind, Outcome, Phase, Signal, Tracker, Transition};
+use crate::lifecycle::{Kind, NativeItem, Outcome, Phase, Signal, Tracker, Transition};
 use crate::profiles::{self, Context, Profile, openai};
 use crate::progress::Progress;
+use crate::rules::Rule;
 use crate::sse::{self, Event, Item, NewEvent, Parser};
 use companions::Companions;
 use hosted::HostedItems;
@@ -112,9 +114,8 @@ pub struct Stats {
     pub progress_dropped: u64,
     /// Progress reports replaced by a newer one before they went out.
     pub progress_coalesced: u64,
-    /// Outputs of hosted calls that could not be hidden (their index was not above every
-    /// index already used): forwarded as they are.
-    pub hosted_outputs_shown: u64,
+    /// The stream rules the upstream broke (and what was repaired).
+    pub violations: crate::rules::Violations,
 }
 
 pub struct Rewriter {
@@ -432,14 +433,39 @@ impl Rewriter {
             }
             return self.forward(event, &data, upstream);
         };
+        let signal = match signal {
+            Signal::Native(native) if self.is_hosted() => {
+                match self.fold_native(&native, reading.item, index) {
+                    Fold::NotOurs => Signal::Native(native),
+                    Fold::Hidden => {
+                        self.inject(now);
+                        return self.numbering.drop_pending();
+                    }
+                    Fold::Output(call_id) => {
+                        let facts = native.facts;
+                        let output = Signal::Output {
+                            call_id: Cow::Owned(call_id),
+                            facts,
+                        };
+                        self.track(output, now);
+                        self.inject(now);
+                        return self.numbering.drop_pending();
+                    }
+                }
+            }
+            other => other,
+        };
         let before = signal.injects_before();
         let (hidden_item, sighted) = if self.is_hosted() {
             let sighted = match &signal {
-                Signal::CallAdded(item) | Signal::CallDone(item) => Some(item.call_id.to_string()),
-                Signal::Output { call_id, .. } => Some(call_id.to_string()),
+                Signal::CallAdded(item) | Signal::CallDone(item) => Some(item.call_id.clone()),
+                Signal::Output { call_id, .. } => Some(call_id.clone()),
                 _ => None,
             };
-            (self.before_hosted_signal(&signal, &data, index), sighted)
+            (
+                self.before_hosted_signal(&signal, reading.item, index),
+                sighted,
+            )
         } else {
             (false, None)
         };
@@ -469,7 +495,7 @@ impl Rewriter {
     fn before_hosted_signal(
         &mut self,
         signal: &Signal<'_>,
-        data: &[u8],
+        item_json: Option<&str>,
         index: Option<u64>,
     ) -> bool {
         match signal {
@@ -477,7 +503,7 @@ impl Rewriter {
                 if self.hosted.contains(&item.call_id) =>
             {
                 if matches!(signal, Signal::CallDone(_))
-                    && let Some(json) = responses::item_json(data)
+                    && let Some(json) = item_json
                 {
                     self.hosted.keep_call_item(&item.call_id, json);
                 }
@@ -488,8 +514,7 @@ impl Rewriter {
             }
             Signal::Output { call_id, .. } if self.hosted.contains(call_id) => {
                 if let Some(call) = self.tracker.call(call_id)
-                    && let (Some(id), Some(output_item)) =
-                        (call.hosted_id.clone(), responses::item_json(data))
+                    && let (Some(id), Some(output_item)) = (call.hosted_id.clone(), item_json)
                 {
                     // The first sight of the output: the pair goes to the store (the call item as
                     // the gateway sent it done; as the call shows it when that was missed).
@@ -514,7 +539,7 @@ impl Rewriter {
                         true
                     }
                     Some(_) => {
-                        self.stats.hosted_outputs_shown += 1;
+                        self.stats.violations.count(Rule::HostedOutputIndex);
                         false
                     }
                     None => true,
@@ -531,6 +556,59 @@ impl Rewriter {
             }
             _ => false,
         }
+    }
+
+    /// Profile `hosted`: a hosted item the gateway streams itself for a call already shown as
+    /// one (LiteLLM's `mcp_call` after the model's `function_call`: same type, same name, same
+    /// arguments once both have them) is folded into toolpulse's: its events are dropped, its
+    /// index given up, and its final state is the call's output (the `[failure]` rules apply).
+    /// Matched at its first sighting to the oldest such call without one.
+    fn fold_native(
+        &mut self,
+        native: &NativeItem<'_>,
+        item_json: Option<&str>,
+        index: Option<u64>,
+    ) -> Fold {
+        let call_id = match self.hosted.native_call(&native.item_id) {
+            Some(call_id) => call_id.to_string(),
+            None => {
+                let hosted = &self.hosted;
+                let Some(call) = self.tracker.open_calls().iter().find(|call| {
+                    hosted.contains(&call.call_id)
+                        && !hosted.has_native(&call.call_id)
+                        && is_native_of(native, call)
+                }) else {
+                    return Fold::NotOurs;
+                };
+                let call_id = call.call_id.clone();
+                self.hosted.fold_native(&native.item_id, &call_id);
+                call_id
+            }
+        };
+        if let Some(i) = index
+            && !self.hosted.hides(i)
+        {
+            if self.indices.remove(i) {
+                self.hosted.hide(i);
+            } else {
+                // Shown beside toolpulse's item rather than moving indices the client has.
+                self.stats.violations.count(Rule::HostedOutputIndex);
+            }
+        }
+        if !native.done {
+            return Fold::Hidden;
+        }
+        if let Some(call) = self.tracker.call(&call_id)
+            && let (Some(id), Some(item)) = (call.hosted_id.clone(), item_json)
+        {
+            // The next turn gives the gateway back its own item.
+            self.observe(Observation::HostedPair {
+                id: id.to_string(),
+                call_item: item.to_string(),
+                output_item: String::new(),
+            });
+        }
+        Fold::Output(call_id)
     }
 
     /// Profile `hosted`: every call that just started and is the gateway's to run is shown as a
@@ -844,6 +922,32 @@ pub(crate) enum Splice {
 /// Writes `event`'s raw bytes with `edits` applied: each `(range of the data, splice)` replaces
 /// that range (an empty range inserts), in order. If an edited range does not lie contiguous
 /// in the raw event (a number split across `data:` lines), the event goes out as it is.
+/// What became of a hosted item of the gateway's own.
+enum Fold {
+    /// No call shown as a hosted item is its: it passes as it is.
+    NotOurs,
+    /// Folded into a call's item: its event is dropped.
+    Hidden,
+    /// Folded, and done: its state is the output of call `.0`.
+    Output(String),
+}
+
+/// Whether the gateway's hosted item `native` is the one of `call`: the same kind, the same
+/// name (when it has one), the same arguments (when both have them; as JSON values).
+fn is_native_of(native: &NativeItem<'_>, call: &crate::lifecycle::Call) -> bool {
+    let same_arguments = match native.arguments.as_deref() {
+        None | Some("") => true,
+        Some(args) if call.arguments.is_empty() || args == call.arguments => true,
+        Some(args) => {
+            let value = |text: &str| serde_json::from_str::<serde_json::Value>(text).ok();
+            value(args).is_some_and(|a| Some(a) == value(&call.arguments))
+        }
+    };
+    native.kind == call.kind
+        && native.name.as_deref().is_none_or(|name| name == call.name)
+        && same_arguments
+}
+
 fn splice(event: &Event, edits: &[(Range<usize>, Splice)], out: &mut BytesMut) {
     let raw = event.raw();
     let mut from = 0;

@@ -512,3 +512,49 @@ fn hosted_leaves_the_clients_declared_functions_alone() {
     let out = whole_stream(&mut r, &input, t0);
     assert!(out.contains("web_search_call") && !out.contains("\"function_call\""));
 }
+
+/// The gateway's own hosted item after the model's function_call (LiteLLM): folded into the item
+/// toolpulse opened at the call, its state the call's result; another kind or name is not.
+#[test]
+fn hosted_folds_the_gateways_own_item_of_the_same_call() {
+    let t0 = Instant::now();
+    let native = |seq: u32, kind: &str, name: &str, done: bool, extra: &str| {
+        let event = if done { "done" } else { "added" };
+        ev(&format!(
+            r#"{{"type":"response.output_item.{event}","sequence_number":{seq},"output_index":1,"item":{{"id":"ws_9","type":"{kind}","name":"{name}","status":"completed"{extra}}}}}"#
+        ))
+    };
+    let in_progress = ev(
+        r#"{"type":"response.web_search_call.in_progress","sequence_number":4,"output_index":1,"item_id":"ws_9"}"#,
+    );
+    let input = [
+        ev(ADDED),
+        ev(DONE),
+        native(3, "web_search_call", "web_search", false, ""),
+        in_progress.clone(),
+        native(
+            5,
+            "web_search_call",
+            "web_search",
+            true,
+            r#","error":{"code":"x"}"#,
+        ),
+    ]
+    .concat();
+    let mut r = rewriter(0).with_profiles(vec![Profile::Hosted]);
+    let out = whole_stream(&mut r, &input, t0);
+    assert!(!out.contains("ws_9"), "folded: {out}");
+    let done = event_of(&out, "response.output_item.done").expect("the item's end");
+    assert!(done.contains(r#""status":"failed""#), "its error: {done}");
+    assert_eq!(out.matches("event: response.output_item.added").count(), 1);
+    // A native item of another kind is another item: it passes.
+    let input = [
+        ev(ADDED),
+        ev(DONE),
+        native(3, "file_search_call", "web_search", false, ""),
+    ]
+    .concat();
+    let mut r = rewriter(0).with_profiles(vec![Profile::Hosted]);
+    let out = r.feed(&input, t0);
+    assert!(text(&out).contains("ws_9"), "{}", text(&out));
+}
