@@ -1,0 +1,98 @@
+#!/usr/bin/env python3
+"""The MCP server that LiteLLM runs tools on (config.yaml: server `demo`), made with Python's
+official `mcp` SDK (the version LiteLLM's venv resolves; 2.3.0 in requirements.txt).
+
+`MCPServer` over Streamable HTTP at `/mcp`, two tools:
+- `lookup_user(id: int)` answers the JSON record
+  `{"id": 42, "name": "user42", "email": "user42@example.test", "active": true}` (for that id);
+- `fail_tool()` raises; the SDK answers an error result whose text is only
+  `Error executing tool fail_tool`, which LiteLLM passes on as the call's output.
+Each tool first sleeps TOOL_MS (`--tool-ms`, or the environment variable MCP_TOOL_MS; default 0),
+so a test can see what reaches the client while a tool runs.
+
+Every call is recorded with its wall-clock start and end (`time.time()`): `GET /_calls` answers
+them as a JSON list, so a test can line the stream's events up with the tool's run.
+
+Usage: mcp_server.py [--port 0] [--tool-ms 0]
+       prints `mcp server listening on http://127.0.0.1:PORT/mcp` on stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import threading
+import time
+
+import anyio
+import uvicorn
+from mcp.server.mcpserver import MCPServer
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+
+
+def user_record(user_id: int) -> str:
+    return json.dumps({"id": user_id, "name": f"user{user_id}",
+                       "email": f"user{user_id}@example.test", "active": True})
+
+
+def build(tool_seconds: float) -> MCPServer:
+    server = MCPServer("toolpulse-litellm-demo", version="1.0.0", log_level="WARNING")
+    calls: list[dict] = []
+    lock = threading.Lock()
+
+    def record(tool: str, arguments: dict) -> dict:
+        call = {"tool": tool, "arguments": arguments, "started": time.time(), "ended": None}
+        with lock:
+            calls.append(call)
+        return call
+
+    @server.tool(name="lookup_user",
+                 description="Look up a user by numeric id and return a small JSON record.")
+    async def lookup_user(id: int) -> str:  # noqa: A002  (the tool's argument is called `id`)
+        call = record("lookup_user", {"id": id})
+        try:
+            await anyio.sleep(tool_seconds)
+            return user_record(id)
+        finally:
+            call["ended"] = time.time()
+
+    @server.tool(name="fail_tool", description="A tool that always fails.")
+    async def fail_tool() -> str:
+        call = record("fail_tool", {})
+        try:
+            await anyio.sleep(tool_seconds)
+            raise RuntimeError("fail_tool always fails")
+        finally:
+            call["ended"] = time.time()
+
+    @server.custom_route("/_calls", methods=["GET"])
+    async def recorded(_: Request) -> JSONResponse:
+        with lock:
+            return JSONResponse([dict(c) for c in calls])
+
+    return server
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--tool-ms", type=int, default=int(os.environ.get("MCP_TOOL_MS") or 0),
+                        help="how long each tool takes (default: $MCP_TOOL_MS or 0)")
+    args = parser.parse_args()
+    server = build(args.tool_ms / 1000)
+    app = server.streamable_http_app(streamable_http_path="/mcp", host="127.0.0.1")
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", args.port))
+    port = sock.getsockname()[1]
+    config = uvicorn.Config(app, log_level="warning", lifespan="on")
+    uvicorn_server = uvicorn.Server(config)
+    print(f"mcp server listening on http://127.0.0.1:{port}/mcp", flush=True)
+    uvicorn_server.run(sockets=[sock])
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Makes sdk-tests/litellm/.venv: the real LiteLLM proxy (litellm[proxy], pinned with everything it
+# needs by requirements.txt) and the MCP SDK its mcp_server.py uses. A venv of its own, apart from
+# the clients' sdk-tests/.venv, whose pins LiteLLM's need not agree with. Idempotent: a second run
+# only checks the pins (a few seconds). A first run takes about a minute and some 750 MB.
+#
+#   bash sdk-tests/litellm/setup.sh          # then: .venv/bin/python stack.py, or import stack
+#
+# Needs python3 (3.9+, with venv or pip) and PyPI. PYTHON picks the interpreter.
+set -euo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+PYTHON="${PYTHON:-python3}"
+for tool in "$PYTHON" timeout; do
+  command -v "$tool" >/dev/null || { echo "litellm setup: $tool is required" >&2; exit 2; }
+done
+
+VENV="$HERE/.venv"
+if [ ! -x "$VENV/bin/python" ]; then
+  rm -rf "$VENV"
+  # Debian's python3 has no ensurepip without python3-venv: then make the venv without pip
+  # and let the system pip install into it.
+  "$PYTHON" -m venv "$VENV" 2>/dev/null || { rm -rf "$VENV"; "$PYTHON" -m venv --without-pip "$VENV"; }
+fi
+if "$VENV/bin/python" -m pip --version >/dev/null 2>&1; then
+  PIP=("$VENV/bin/python" -m pip)
+else
+  PIP=("$PYTHON" -m pip --python "$VENV/bin/python")
+fi
+timeout 900 "${PIP[@]}" install --quiet --disable-pip-version-check -r "$HERE/requirements.txt"
+"$VENV/bin/python" -c 'import importlib.metadata as m; print("litellm", m.version("litellm"), "/ mcp", m.version("mcp"), "in '"$VENV"'")'
