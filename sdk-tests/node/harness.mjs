@@ -68,9 +68,10 @@ process.on('exit', () => {
   for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
 });
 
-function startProcess(name, cmd, args, stream, pattern) {
+function startProcess(name, cmd, args, stream, pattern, onSpawn = () => {}) {
   const child = spawn(cmd, args, { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'] });
   children.push(child);
+  onSpawn(child);
   const lines = [];
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
@@ -101,11 +102,40 @@ function startProcess(name, cmd, args, stream, pattern) {
   });
 }
 
-/** Starts the gateway and toolpulse in front of it; `stop()` ends both. */
-export async function startStack() {
+function toolpulseBin() {
   let bin = process.env.TOOLPULSE_BIN || 'target/debug/toolpulse';
   if (!path.isAbsolute(bin)) bin = path.join(REPO, bin);
   accessSync(bin, constants.X_OK); // throws with the path when missing
+  return bin;
+}
+
+/** SIGTERM, then SIGKILL after 5 s if it is still there. */
+function stopChild(child) {
+  if (!child || child.exitCode !== null || child.signalCode !== null) return;
+  child.kill('SIGTERM');
+  // A child that ignores SIGTERM must not keep the test run alive.
+  const timer = setTimeout(() => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  }, 5_000);
+  timer.unref();
+}
+
+/**
+ * toolpulse alone in front of `upstream` (a URL) with the config file `config`, its admin
+ * listener on a free port; `stop()` ends it. (litellm.test.mjs: in front of the real LiteLLM.)
+ */
+export async function startToolpulse(upstream, config) {
+  let child;
+  const proxyAddr = await startProcess('toolpulse', toolpulseBin(),
+    ['--listen', '127.0.0.1:0', '--admin-listen', '127.0.0.1:0', '--upstream', upstream, '--config', config],
+    'stderr', /listen=(\S+)/, (c) => { child = c; });
+  assert.match(proxyAddr, /^127\.0\.0\.1:\d+$/);
+  return { proxyAddr, stop: () => stopChild(child) };
+}
+
+/** Starts the gateway and toolpulse in front of it; `stop()` ends both. */
+export async function startStack() {
+  const bin = toolpulseBin();
   const tmp = mkdtempSync(path.join(tmpdir(), 'toolpulse-node-'));
   const config = path.join(tmp, 'toolpulse.toml');
   writeFileSync(config, CONFIG);
@@ -118,16 +148,7 @@ export async function startStack() {
     /listen=(\S+)/);
   assert.match(proxyAddr, /^127\.0\.0\.1:\d+$/);
   const stop = () => {
-    for (const child of children) {
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
-    }
-    // A child that ignores SIGTERM must not keep the test run alive.
-    const timer = setTimeout(() => {
-      for (const child of children) {
-        if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-      }
-    }, 5_000);
-    timer.unref();
+    for (const child of children) stopChild(child);
     rmSync(tmp, { recursive: true, force: true });
   };
   return { gatewayAddr, proxyAddr, stop };
