@@ -437,19 +437,19 @@ impl Rewriter {
             Signal::Native(native) if self.is_hosted() => {
                 match self.fold_native(&native, reading.item, index) {
                     Fold::NotOurs => Signal::Native(native),
-                    Fold::Hidden => {
+                    Fold::Folded { output, hidden } => {
+                        if let Some(call_id) = output {
+                            let call_id = Cow::Owned(call_id);
+                            let facts = native.facts;
+                            self.track(Signal::Output { call_id, facts }, now);
+                        }
                         self.inject(now);
-                        return self.numbering.drop_pending();
-                    }
-                    Fold::Output(call_id) => {
-                        let facts = native.facts;
-                        let output = Signal::Output {
-                            call_id: Cow::Owned(call_id),
-                            facts,
-                        };
-                        self.track(output, now);
-                        self.inject(now);
-                        return self.numbering.drop_pending();
+                        if !hidden {
+                            self.forward(event, &data, upstream);
+                        } else {
+                            self.numbering.drop_pending();
+                        }
+                        return;
                     }
                 }
             }
@@ -532,18 +532,7 @@ impl Rewriter {
                         output_item: output_item.to_string(),
                     });
                 }
-                match index {
-                    Some(i) if self.hosted.hides(i) => true,
-                    Some(i) if self.indices.remove(i) => {
-                        self.hosted.hide(i);
-                        true
-                    }
-                    Some(_) => {
-                        self.stats.violations.count(Rule::HostedOutputIndex);
-                        false
-                    }
-                    None => true,
-                }
+                self.give_up_index(index)
             }
             // A delta without an index names its item only by id.
             Signal::ArgumentsDelta { item_id, .. } if index.is_none() => {
@@ -569,8 +558,12 @@ impl Rewriter {
         item_json: Option<&str>,
         index: Option<u64>,
     ) -> Fold {
-        let call_id = match self.hosted.native_call(&native.item_id) {
-            Some(call_id) => call_id.to_string(),
+        let (call_id, hidden) = match self.hosted.native_call(&native.item_id) {
+            // Seen before: its index was given up then, or it is shown.
+            Some(call_id) => (
+                call_id.to_string(),
+                index.is_none_or(|i| self.hosted.hides(i)),
+            ),
             None => {
                 let hosted = &self.hosted;
                 let Some(call) = self.tracker.open_calls().iter().find(|call| {
@@ -582,21 +575,14 @@ impl Rewriter {
                 };
                 let call_id = call.call_id.clone();
                 self.hosted.fold_native(&native.item_id, &call_id);
-                call_id
+                (call_id, self.give_up_index(index))
             }
         };
-        if let Some(i) = index
-            && !self.hosted.hides(i)
-        {
-            if self.indices.remove(i) {
-                self.hosted.hide(i);
-            } else {
-                // Shown beside toolpulse's item rather than moving indices the client has.
-                self.stats.violations.count(Rule::HostedOutputIndex);
-            }
-        }
         if !native.done {
-            return Fold::Hidden;
+            return Fold::Folded {
+                output: None,
+                hidden,
+            };
         }
         if let Some(call) = self.tracker.call(&call_id)
             && let (Some(id), Some(item)) = (call.hosted_id.clone(), item_json)
@@ -608,7 +594,29 @@ impl Rewriter {
                 output_item: String::new(),
             });
         }
-        Fold::Output(call_id)
+        Fold::Folded {
+            output: Some(call_id),
+            hidden,
+        }
+    }
+
+    /// Profile `hosted`: an upstream item folded into a hosted item (a hosted call's output, the
+    /// gateway's own hosted item) gives up its index, so that later items move down; returns
+    /// whether its events are dropped. An index a later one was already seen above cannot be
+    /// given up without moving indices the client has: the item is then shown as it is.
+    fn give_up_index(&mut self, index: Option<u64>) -> bool {
+        match index {
+            Some(i) if self.hosted.hides(i) => true,
+            Some(i) if self.indices.remove(i) => {
+                self.hosted.hide(i);
+                true
+            }
+            Some(_) => {
+                self.stats.violations.count(Rule::HostedOutputIndex);
+                false
+            }
+            None => true,
+        }
     }
 
     /// Profile `hosted`: every call that just started and is the gateway's to run is shown as a
@@ -926,10 +934,12 @@ pub(crate) enum Splice {
 enum Fold {
     /// No call shown as a hosted item is its: it passes as it is.
     NotOurs,
-    /// Folded into a call's item: its event is dropped.
-    Hidden,
-    /// Folded, and done: its state is the output of call `.0`.
-    Output(String),
+    /// Folded into a call's item; `output`: it is done, its state the output of that call;
+    /// `hidden`: its events are dropped (else it keeps an index it could not give up).
+    Folded {
+        output: Option<String>,
+        hidden: bool,
+    },
 }
 
 /// Whether the gateway's hosted item `native` is the one of `call`: the same kind, the same

@@ -558,3 +558,42 @@ fn hosted_folds_the_gateways_own_item_of_the_same_call() {
     let out = r.feed(&input, t0);
     assert!(text(&out).contains("ws_9"), "{}", text(&out));
 }
+
+/// The gateway's own item after a later index was used cannot give its index up: it is shown as
+/// it is (with its events), and still ends toolpulse's item with its state.
+#[test]
+fn hosted_shows_a_native_item_that_cannot_give_up_its_index() {
+    let t0 = Instant::now();
+    let message = ev(
+        r#"{"type":"response.output_item.added","sequence_number":3,"output_index":2,"item":{"id":"msg_1","type":"message","role":"assistant","content":[]}}"#,
+    );
+    let native = |seq: u32, event: &str| {
+        ev(&format!(
+            r#"{{"type":"response.output_item.{event}","sequence_number":{seq},"output_index":1,"item":{{"id":"ws_9","type":"web_search_call","status":"completed"}}}}"#
+        ))
+    };
+    let in_progress = ev(
+        r#"{"type":"response.web_search_call.in_progress","sequence_number":5,"output_index":1,"item_id":"ws_9"}"#,
+    );
+    let input = [
+        ev(ADDED),
+        ev(DONE),
+        message,
+        native(4, "added"),
+        in_progress,
+        native(6, "done"),
+    ]
+    .concat();
+    let mut r = rewriter(0).with_profiles(vec![Profile::Hosted]);
+    let out = whole_stream(&mut r, &input, t0);
+    let out = out.as_str();
+    assert_eq!(
+        out.matches("\"id\":\"ws_9\"").count(),
+        2,
+        "added and done: {out}"
+    );
+    assert!(out.contains("\"item_id\":\"ws_9\""), "its events: {out}");
+    let done = event_of(out, "\"status\":\"completed\",\"action\"").expect("toolpulse's done");
+    assert!(done.contains("tph_"), "{done}");
+    assert_eq!(r.stats().violations.get(Rule::HostedOutputIndex), 1);
+}
