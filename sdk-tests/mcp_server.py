@@ -68,21 +68,27 @@ def build(step_seconds: float) -> MCPServer:
     return server
 
 
+def serve(server: MCPServer, port: int) -> None:
+    """Serves `server` over Streamable HTTP at `/mcp` on 127.0.0.1:`port` (0: any free port),
+    printing `mcp server listening on http://127.0.0.1:PORT/mcp` once bound."""
+    app = server.streamable_http_app(streamable_http_path="/mcp", host="127.0.0.1")
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", port))
+    port = sock.getsockname()[1]
+    config = uvicorn.Config(app, log_level="warning", lifespan="on")
+    uvicorn_server = uvicorn.Server(config)
+    print(f"mcp server listening on http://127.0.0.1:{port}/mcp", flush=True)
+    uvicorn_server.run(sockets=[sock])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--step-ms", type=int, default=150)
     args = parser.parse_args()
     server = build(args.step_ms / 1000)
-    app = server.streamable_http_app(streamable_http_path="/mcp", host="127.0.0.1")
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", args.port))
-    port = sock.getsockname()[1]
-    config = uvicorn.Config(app, log_level="warning", lifespan="on")
-    uvicorn_server = uvicorn.Server(config)
-    print(f"mcp server listening on http://127.0.0.1:{port}/mcp", flush=True)
-    uvicorn_server.run(sockets=[sock])
+    serve(server, args.port)
 
 
 if __name__ == "__main__":

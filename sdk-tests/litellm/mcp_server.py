@@ -20,17 +20,25 @@ Usage: mcp_server.py [--port 0] [--tool-ms 0]
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
-import socket
 import threading
 import time
+from pathlib import Path
 
 import anyio
-import uvicorn
 from mcp.server.mcpserver import MCPServer
 from starlette.requests import Request
 from starlette.responses import JSONResponse
+
+
+# serve() of the other suites' MCP server (../mcp_server.py; by path: this file has its name).
+_spec = importlib.util.spec_from_file_location(
+    "sdk_tests_mcp_server", Path(__file__).resolve().parent.parent / "mcp_server.py")
+_shared = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_shared)
+serve = _shared.serve
 
 
 def user_record(user_id: int) -> str:
@@ -83,15 +91,7 @@ def main() -> None:
                         help="how long each tool takes (default: $MCP_TOOL_MS or 0)")
     args = parser.parse_args()
     server = build(args.tool_ms / 1000)
-    app = server.streamable_http_app(streamable_http_path="/mcp", host="127.0.0.1")
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", args.port))
-    port = sock.getsockname()[1]
-    config = uvicorn.Config(app, log_level="warning", lifespan="on")
-    uvicorn_server = uvicorn.Server(config)
-    print(f"mcp server listening on http://127.0.0.1:{port}/mcp", flush=True)
-    uvicorn_server.run(sockets=[sock])
+    serve(server, args.port)
 
 
 if __name__ == "__main__":

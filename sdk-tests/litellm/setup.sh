@@ -16,16 +16,7 @@ for tool in "$PYTHON" timeout; do
 done
 
 VENV="$HERE/.venv"
-if [ ! -x "$VENV/bin/python" ]; then
-  rm -rf "$VENV"
-  # Debian's python3 has no ensurepip without python3-venv: then make the venv without pip
-  # and let the system pip install into it.
-  "$PYTHON" -m venv "$VENV" 2>/dev/null || { rm -rf "$VENV"; "$PYTHON" -m venv --without-pip "$VENV"; }
-fi
-if "$VENV/bin/python" -m pip --version >/dev/null 2>&1; then
-  PIP=("$VENV/bin/python" -m pip)
-else
-  PIP=("$PYTHON" -m pip --python "$VENV/bin/python")
-fi
-timeout 900 "${PIP[@]}" install --quiet --disable-pip-version-check -r "$HERE/requirements.txt"
+# shellcheck source=../venv.sh
+. "$HERE/../venv.sh"
+PYTHON="$PYTHON" make_venv "$VENV" "$HERE/requirements.txt" 900
 "$VENV/bin/python" -c 'import importlib.metadata as m; print("litellm", m.version("litellm"), "/ mcp", m.version("mcp"), "in '"$VENV"'")'
