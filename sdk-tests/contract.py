@@ -28,7 +28,10 @@ exact bytes of JSON it may re-serialize while sanitizing) come out as matchers (
 `function_call`'s index, with OpenAI's own event sequence; the output's index given up (later
 items move down by one); dropped events give up their sequence numbers. Its ids are opaque, so
 they come out as `HostedIds` matchers: any `tph_` id, the same on every event of one call, a
-different one per call.
+different one per call. A gateway's own lifecycle events on a hosted call's `function_call` item
+(antwort's spec 023: `response.mcp_call.in_progress` … on the function_call's `item_id` and
+`output_index`; gateway.py `?spec023=1`) are events of that hidden item, dropped like its other
+events: the client's stream is the one the gateway gives without them, numbers dense.
 """
 
 from __future__ import annotations
@@ -509,7 +512,8 @@ class HostedOracle(_Renumbering):
         if t in TERMINAL_RESPONSE_EVENTS:
             out += self._close_all()
 
-        # The hosted call's function_call item: its events become the hosted item's.
+        # The hosted call's function_call item: its events become the hosted item's (the
+        # gateway's own spec 023 lifecycle events on it are dropped with the rest).
         if isinstance(index, int) and index in r.fc_at:
             call = r.fc_at[index]
             self._drop(event)

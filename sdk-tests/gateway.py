@@ -25,8 +25,25 @@ The request's `model` picks the scenario:
                          output the gateway holds until the test posts it (below), then a message
 A request with `"stream": false` (or none) gets the final Response object as JSON.
 The query parameter `?done=1` appends `data: [DONE]` after the terminal event (antwort does,
-OpenAI does not), `?base=1` makes `output_index` 1-based (antwort's) and `?tool_ms=N` sets
-the tool pause (default 250 ms).
+OpenAI does not), `?base=1` makes `output_index` 1-based (antwort's), `?spec023=1` adds the
+gateway's own tool lifecycle events (antwort's spec 023, below) and `?tool_ms=N` sets the tool
+pause (default 250 ms).
+
+`?spec023=1`: every call the gateway runs (all of them: those whose output it streams, the one
+that never gets an output, the held one) gets the gateway's own lifecycle events ON ITS
+`function_call` ITEM (`item_id` the function_call's id, `output_index` its index; fields
+`type`, `item_id`, `output_index`, `name` (the tool's, spec 023's FR-005), `sequence_number`, no
+item), by tool: web_search →
+`response.web_search_call.*`, file_search → `response.file_search_call.*`, anything else
+(github_*, demo_crunch) → `response.mcp_call.*`. Right after the call's function_call
+`output_item.done` (for parallel calls, after that call's own done): `.in_progress`, plus
+`.searching` for the searches. Right before its function_call_output's `output_item.added`
+(after the tool pause; for a held output, once it is released): `.completed`, or
+`response.mcp_call.failed` for an MCP tool whose output is a failure (FAILED_OUTPUTS:
+github_broken's); spec 023 has no failed event for the searches, so they end `.completed`
+whatever the output, and a held output is not known in advance: `.completed`. A call that never
+gets an output gets its `.in_progress` only. Without the parameter the stream is byte for byte
+what it was before the parameter existed.
 
 Every `POST` is recorded (path, query, body, the `x-e2e-tag` and `traceparent` headers);
 `GET /_requests` answers them as a JSON list, `GET /_requests?tag=T` only those whose `x-e2e-tag`
@@ -61,6 +78,8 @@ DEFAULT_TOOL_MS = 250
 
 # The MCP failure text antwort writes when no executor handles a tool.
 BROKEN_OUTPUT = "no executor found for tool github_broken"
+# Outputs of MCP tools that failed (their spec 023 terminal event is `response.mcp_call.failed`).
+FAILED_OUTPUTS = frozenset({BROKEN_OUTPUT})
 
 FINAL_TEXT = (
     "I found two open issues about streaming stalls, the design doc explains the "
@@ -121,6 +140,13 @@ CALLS = {
 }
 
 
+def lifecycle_type(name: str) -> str:
+    """The spec 023 event prefix a tool gets (see `?spec023=1` in the module docstring)."""
+    if name in ("web_search", "file_search"):
+        return f"response.{name}_call"
+    return "response.mcp_call"
+
+
 class HeldOutput:
     """A pause that lasts until the output of `call_id` is posted (see the module docstring)."""
 
@@ -176,11 +202,13 @@ USAGE = {
 class Script:
     """Builds one stream: a list of (pause_before_seconds, event dict), numbered as it goes."""
 
-    def __init__(self, tool_seconds: float, base: int = 0) -> None:
+    def __init__(self, tool_seconds: float, base: int = 0, spec023: bool = False) -> None:
         self.steps: list[tuple[float, dict]] = []
         self.output: list[dict] = []  # final items, in output_index order
         self.tool_seconds = tool_seconds
         self.base = base  # the first output_index: 0 (OpenAI) or 1 (antwort)
+        self.spec023 = spec023  # the gateway's own lifecycle events (antwort's spec 023)
+        self.function_calls: dict[str, tuple[int, str]] = {}  # key -> (output_index, item id)
         self.created_at = int(time.time())
 
     def emit(self, event: dict, pause: float = 0.0) -> None:
@@ -208,6 +236,7 @@ class Script:
                      "arguments": "", "call_id": call_id, "name": name}
             final = {**added, "status": "completed", "arguments": arguments}
             self.output.append(final)
+            self.function_calls[key] = (index, item_id)
             self.emit({"type": "response.output_item.added", "output_index": index, "item": added})
             calls.append((index, item_id, arguments, final))
         for index, item_id, arguments, _ in calls:
@@ -215,18 +244,35 @@ class Script:
             for delta in (arguments[:cut], arguments[cut:]):
                 self.emit({"type": "response.function_call_arguments.delta", "item_id": item_id,
                            "output_index": index, "delta": delta})
-        for index, item_id, arguments, final in calls:
+        for key, (index, item_id, arguments, final) in zip(keys, calls):
             self.emit({"type": "response.function_call_arguments.done", "item_id": item_id,
                        "output_index": index, "arguments": arguments})
             self.emit({"type": "response.output_item.done", "output_index": index, "item": final})
+            if self.spec023:
+                prefix = lifecycle_type(final["name"])
+                phases = ("in_progress",) if prefix == "response.mcp_call" else ("in_progress", "searching")
+                for phase in phases:
+                    self._lifecycle(key, f"{prefix}.{phase}")
         return [index for index, *_ in calls]
 
+    def _lifecycle(self, key: str, event_type: str, pause: float | HeldOutput = 0.0) -> None:
+        """A spec 023 event on the function_call item of `key` (see the module docstring)."""
+        index, item_id = self.function_calls[key]
+        name = CALLS[key][1]
+        self.emit({"type": event_type, "item_id": item_id, "output_index": index, "name": name}, pause)
+
     def function_call_output(self, key: str, pause: float | HeldOutput) -> int:
-        call_id, _, _, output = CALLS[key]
+        call_id, name, _, output = CALLS[key]
         index = self.next_index()
         item = {"id": "fco_" + call_id.removeprefix("call_"), "type": "function_call_output",
                 "call_id": call_id, "output": output, "status": "completed"}
         self.output.append(item)
+        if self.spec023:
+            # The tool ran (the pause): its terminal event, then its output at once.
+            prefix = lifecycle_type(name)
+            failed = prefix == "response.mcp_call" and output in FAILED_OUTPUTS
+            self._lifecycle(key, f"{prefix}.{'failed' if failed else 'completed'}", pause)
+            pause = 0.0
         # antwort puts the whole output in both events, and marks failures "completed" too.
         self.emit({"type": "response.output_item.added", "output_index": index, "item": item}, pause)
         self.emit({"type": "response.output_item.done", "output_index": index, "item": item})
@@ -262,8 +308,8 @@ class Script:
         return final
 
 
-def agentic_script(tool_seconds: float, base: int = 0) -> Script:
-    s = Script(tool_seconds, base)
+def agentic_script(tool_seconds: float, base: int = 0, spec023: bool = False) -> Script:
+    s = Script(tool_seconds, base, spec023)
     s.start()
     s.function_call("web")
     s.function_call_output("web", tool_seconds)
@@ -279,16 +325,16 @@ def agentic_script(tool_seconds: float, base: int = 0) -> Script:
     return s
 
 
-def plain_script(tool_seconds: float, base: int = 0) -> Script:
-    s = Script(tool_seconds, base)
+def plain_script(tool_seconds: float, base: int = 0, spec023: bool = False) -> Script:
+    s = Script(tool_seconds, base, spec023)
     s.start()
     s.message(PLAIN_TEXT, pieces=3)
     s.finish()
     return s
 
 
-def parallel_script(tool_seconds: float, base: int = 0) -> Script:
-    s = Script(tool_seconds, base)
+def parallel_script(tool_seconds: float, base: int = 0, spec023: bool = False) -> Script:
+    s = Script(tool_seconds, base, spec023)
     s.start()
     s.parallel_function_calls("gh", "web")
     s.function_call_output("web", tool_seconds)
@@ -298,8 +344,8 @@ def parallel_script(tool_seconds: float, base: int = 0) -> Script:
     return s
 
 
-def failures_script(tool_seconds: float, base: int = 0) -> Script:
-    s = Script(tool_seconds, base)
+def failures_script(tool_seconds: float, base: int = 0, spec023: bool = False) -> Script:
+    s = Script(tool_seconds, base, spec023)
     s.start()
     s.function_call("web_fail")
     s.function_call_output("web_fail", tool_seconds)
@@ -315,8 +361,8 @@ def failures_script(tool_seconds: float, base: int = 0) -> Script:
     return s
 
 
-def held_script(tool_seconds: float, base: int = 0) -> Script:
-    s = Script(tool_seconds, base)
+def held_script(tool_seconds: float, base: int = 0, spec023: bool = False) -> Script:
+    s = Script(tool_seconds, base, spec023)
     s.start()
     s.function_call("held")
     # The output item's `output` (None here) is the posted text once released.
@@ -330,9 +376,10 @@ SCENARIOS = {PLAIN_MODEL: plain_script, PARALLEL_MODEL: parallel_script,
              FAILURES_MODEL: failures_script, HELD_MODEL: held_script}
 
 
-def script_for(model: str | None, tool_seconds: float, base: int = 0) -> Script:
-    """The scenario a request's `model` picks (the agentic stream for any other model)."""
-    return SCENARIOS.get(model or "", agentic_script)(tool_seconds, base)
+def script_for(model: str | None, tool_seconds: float, base: int = 0, spec023: bool = False) -> Script:
+    """The scenario a request's `model` picks (the agentic stream for any other model);
+    `spec023`: with the gateway's own lifecycle events (`?spec023=1`)."""
+    return SCENARIOS.get(model or "", agentic_script)(tool_seconds, base, spec023)
 
 
 def with_outputs(value, released: dict[str, str]):
@@ -399,7 +446,8 @@ class Handler(BaseHTTPRequestHandler):
             return
         tool_seconds = int(query.get("tool_ms", [DEFAULT_TOOL_MS])[0]) / 1000
         base = int(query.get("base", ["0"])[0])
-        script = script_for(body.get("model"), tool_seconds, base)
+        spec023 = query.get("spec023", ["0"])[0] == "1"
+        script = script_for(body.get("model"), tool_seconds, base, spec023)
         if not body.get("stream"):
             self._send_json(200, script.steps[-1][1]["response"])
             return

@@ -18,11 +18,10 @@ ends `failed` with an `mcp_tool_execution_error`.
 - openai-agents 0.24: an Agent whose only tool is `HostedMCPTool(tool_config=MCP_TOOL)` (the SDK
   sends it to LiteLLM as it is; nothing runs locally), `Runner.run_streamed` through toolpulse.
 
-Not asserted yet: the same response id on `response.created` and `response.completed`. LiteLLM
-1.108.7 sends two different ids (tests/fixtures/recordings/litellm-1.108.7/README.md), being
-fixed separately. openai-python's stream helper refuses such a stream ("Lifecycle response identity
-changed."): the helper tests check everything up to that point and then report the quirk as an
-expected failure (xfail) — and pass in full once the ids agree.
+- one response id from `response.created` to `response.completed`: LiteLLM 1.108.7 names the
+  response anew in its terminal event (tests/fixtures/recordings/litellm-1.108.7/README.md), which
+  openai-python's stream helper refuses ("Lifecycle response identity changed."); toolpulse puts
+  the created id back (docs/stream-rules.md, rule `response_id`).
 
 One stack and one toolpulse for the module (LiteLLM takes ~7 s to start).
 Environment: TOOLPULSE_BIN (see test_python_sdk.py); LITELLM_START_TIMEOUT_S (stack.py).
@@ -70,7 +69,6 @@ HOSTED_PREFIX = "tph_"
 LITELLM_ITEM_PREFIX = "mcp_"  # LiteLLM's own mcp_call / mcp_list_tools ids (mcp_4c7e670c)
 FAIL_OUTPUT = "Error executing tool fail_tool"
 DONE_PREFIX = "Done. The tool said: "  # fake_model.py's answer to a tool result
-KNOWN_ID_QUIRK = "Lifecycle response identity changed."
 
 
 @dataclass(frozen=True)
@@ -197,15 +195,15 @@ def check_item(item: dict, case: Case) -> None:
                                  "content": [{"type": "text", "text": FAIL_OUTPUT}]}, item
 
 
-def check_hosted_stream(events: list[dict], case: Case, complete: bool = True) -> int:
+def check_hosted_stream(events: list[dict], case: Case) -> int:
     """The stream of one MCP turn through toolpulse; returns the hosted item's index in
-    `events`' done. `complete`: the stream got to response.completed (False: the client stopped
-    reading before it, see KNOWN_ID_QUIRK)."""
+    `events`' done."""
     assert [e["sequence_number"] for e in events] == list(range(len(events))), \
         f"sequence_numbers not dense from 0: {[e['sequence_number'] for e in events]}"
     assert events[0]["type"] == "response.created"
-    if complete:
-        assert events[-1]["type"] == "response.completed", events[-1]["type"]
+    assert events[-1]["type"] == "response.completed", events[-1]["type"]
+    ids = {e["response"]["id"] for e in events if isinstance(e.get("response"), dict)}
+    assert len(ids) == 1, f"one response id from response.created on: {ids}"
 
     # Nothing of the gateway's function_call, nothing of LiteLLM's own MCP items.
     for e in events:
@@ -246,12 +244,11 @@ def check_hosted_stream(events: list[dict], case: Case, complete: bool = True) -
     text = next(e["text"] for e in events if e["type"] == "response.output_text.done")
     assert text == DONE_PREFIX + expected_output(case, done[0]["item"]), text
 
-    if complete:
-        final = events[-1]["response"]
-        assert final["status"] == "completed"
-        assert [i["type"] for i in final["output"]] == ["mcp_call", "message"]
-        assert final["output"][0] == done[0]["item"], "response.completed lists the hosted item in another state"
-        McpCall.model_validate(final["output"][0])
+    final = events[-1]["response"]
+    assert final["status"] == "completed"
+    assert [i["type"] for i in final["output"]] == ["mcp_call", "message"]
+    assert final["output"][0] == done[0]["item"], "response.completed lists the hosted item in another state"
+    McpCall.model_validate(final["output"][0])
     return events.index(done[0])
 
 
@@ -298,24 +295,15 @@ def test_raw_create_stream(lite, lite_proxy, key, tmp_path):
 def test_stream_helper_and_final_response(lite, lite_proxy, key, tmp_path):
     case = CASES[key]
     turn = Turn()
-    quirk = None
     with kept_on_failure(turn, tmp_path / f"{key}.helper-events.jsonl"):
         with make_client(lite_proxy, lite.api_key) as client, watched(lite, turn):
-            try:
-                with client.responses.stream(model=MODEL, input=case.prompt, tools=[MCP_TOOL]) as stream:
-                    turn.collect(stream)
-                    final = stream.get_final_response()
-            except RuntimeError as err:
-                if str(err) != KNOWN_ID_QUIRK:
-                    raise
-                quirk = err
-        done_index = check_hosted_stream(turn.events, case, complete=quirk is None)
+            with client.responses.stream(model=MODEL, input=case.prompt, tools=[MCP_TOOL]) as stream:
+                turn.collect(stream)
+                final = stream.get_final_response()
+        done_index = check_hosted_stream(turn.events, case)
         check_stack_side(turn, case)
         check_timing(turn, done_index)
-        if quirk is not None:
-            # Everything the helper yielded before response.completed is right (checked above).
-            pytest.xfail(f"openai-python's stream helper: {quirk} (LiteLLM's response.completed has "
-                         "another response id than response.created; known, fixed separately)")
+        assert final.id == turn.events[0]["response"]["id"]
         assert final.status == "completed"
         assert [item.type for item in final.output] == ["mcp_call", "message"]
         assert isinstance(final.output[0], McpCall)

@@ -10,6 +10,8 @@ and fails: `ModelBehaviorError: Tool web_search not found in agent …`.
 
 The next turn is `result.to_input_list()` plus a user message: the hosted items go back to
 toolpulse, and the gateway must get its own `function_call` + `function_call_output` pairs.
+Both turns run once against the plain gateway and once against one that emits antwort's spec 023
+lifecycle events on its function_call items (gateway.py `?spec023=1`): the same run.
 
 Tracing is off (the SDK would otherwise export traces to OpenAI's servers).
 Environment: TOOLPULSE_BIN (see test_python_sdk.py).
@@ -88,8 +90,16 @@ class Turn:
         return [e.item for e in self.events if e.type == "run_item_stream_event" and isinstance(e.item, kind)]
 
 
-def test_a_tool_less_agent_completes_the_turn_and_the_next_gives_the_gateway_its_pairs(proxy_addr, gateway_addr):
-    first = Turn(proxy_addr, "agents-turn-1").run(QUESTION)
+# The plain gateway, and one that emits antwort's spec 023 lifecycle events on its function_call
+# items (gateway.py `?spec023=1`), which toolpulse folds into its hosted items: the same run.
+GATEWAY_MODES = {"plain gateway": {}, "spec023 gateway": {"spec023": "1"}}
+
+
+@pytest.mark.parametrize("mode", list(GATEWAY_MODES))
+def test_a_tool_less_agent_completes_the_turn_and_the_next_gives_the_gateway_its_pairs(proxy_addr, gateway_addr, mode):
+    query = GATEWAY_MODES[mode]
+    tag = f"agents-turn-{'spec023-' if query else ''}"
+    first = Turn(proxy_addr, f"{tag}1", query=query).run(QUESTION)
     result = first.result
     assert result.is_complete and result.final_output == gateway.FINAL_TEXT
 
@@ -115,10 +125,10 @@ def test_a_tool_less_agent_completes_the_turn_and_the_next_gives_the_gateway_its
 
     # One model request reached the gateway (the SDK did not loop to "run" a tool).
     assert len(first.sent) == 1
-    recorded = _recorded(gateway_addr, "agents-turn-1")
+    recorded = _recorded(gateway_addr, f"{tag}1")
     assert len(recorded) == 1 and recorded[0]["body"]["model"] == gateway.MODEL
     # The response as the SDK got it is the contract's (ids bound here, for the next turn).
-    want, ids = hosted_expected(gateway.MODEL, {})
+    want, ids = hosted_expected(gateway.MODEL, query)
     [response] = result.raw_responses
     contract.assert_match([item.model_dump(mode="json") for item in response.output],
                           contract.final_output(want), "raw_responses[0].output")
@@ -127,10 +137,10 @@ def test_a_tool_less_agent_completes_the_turn_and_the_next_gives_the_gateway_its
     history = result.to_input_list()
     hosted_in_history = [i for i in history if str(i.get("id", "")).startswith(contract.HOSTED_PREFIX)]
     assert [i["type"] for i in hosted_in_history] == ["web_search_call", "file_search_call", "mcp_call", "mcp_call"]
-    second = Turn(proxy_addr, "agents-turn-2").run(history + [{"role": "user", "content": "And what about retries?"}])
+    second = Turn(proxy_addr, f"{tag}2", query=query).run(history + [{"role": "user", "content": "And what about retries?"}])
     assert second.result.final_output == gateway.FINAL_TEXT
     assert len(second.sent) == 1
-    [recorded] = _recorded(gateway_addr, "agents-turn-2")
+    [recorded] = _recorded(gateway_addr, f"{tag}2")
     body = recorded["body"]
     assert body is not None, recorded
     # Exactly what the SDK sent, each hosted item replaced by the gateway's pair, in place.

@@ -14,6 +14,9 @@ call and its lifecycle events inserted where the contract puts them, later items
 shifted, and the companions listed in `response.completed`. For `hosted`, contract.HostedOracle:
 one `tph_` item per gateway-run call in place of its function_call and function_call_output,
 OpenAI's own events, later indices moved down, and on the next turn the gateway's own pairs.
+A gateway that emits its own lifecycle events on its function_call items (antwort's spec 023,
+gateway.py `?spec023=1`) must give a `hosted` client exactly the plain gateway's stream (the
+test_hosted_*[…-spec023] cases).
 
 Environment: TOOLPULSE_BIN (default target/debug/toolpulse, relative to the repo root).
 """
@@ -210,8 +213,9 @@ def hosted_client(proxy_addr):
 
 
 def upstream_events(model: str, query: dict) -> list[dict]:
-    """The gateway's own events for a scenario (its script, not a request: no proxy involved)."""
-    script = gateway.script_for(model, TOOL_MS / 1000, int(query.get("base", "0")))
+    """The gateway's own events for a scenario (its script, not a request: no proxy involved);
+    the query's `base` and `spec023` (gateway.py) as the gateway reads them."""
+    script = gateway.script_for(model, TOOL_MS / 1000, int(query.get("base", "0")), query.get("spec023") == "1")
     return [event for _, event in script.steps]
 
 
@@ -539,6 +543,14 @@ HOSTED_SCENARIOS = {
                         ("failures", gateway.FAILURES_MODEL))
     for base in (0, 1) for done in (0, 1)
 }
+# antwort's spec 023 (gateway.py `?spec023=1`): the gateway's own lifecycle events on its
+# function_call items. Under `hosted` they fold into toolpulse's hosted item: the client sees what
+# it sees from the plain gateway (the same expected stream: test_hosted_oracle_folds_spec023_events).
+HOSTED_SPEC023_SCENARIOS = {
+    f"{name}-spec023": (HOSTED_SCENARIOS[name][0], {**HOSTED_SCENARIOS[name][1], "spec023": "1"})
+    for name in ("agentic", "parallel", "failures-1-based-DONE")
+}
+HOSTED_AND_SPEC023 = {**HOSTED_SCENARIOS, **HOSTED_SPEC023_SCENARIOS}
 HOSTED_CLASSES = COMPANION_CLASSES
 # The gateway-run calls of each scenario, in the order the gateway adds them.
 SCENARIO_CALLS = {gateway.MODEL: ["web", "file", "gh", "broken"],
@@ -616,9 +628,25 @@ def check_scenario_items(final, model: str, ids: contract.HostedIds) -> None:
     assert len(final.output) == len(items) + 1  # the hosted items and the message
 
 
-@pytest.mark.parametrize("scenario", list(HOSTED_SCENARIOS))
+def test_hosted_oracle_folds_spec023_events():
+    """The contract itself (no proxy): a gateway that emits spec 023's events on its function_call
+    items gives the client exactly the stream the plain gateway gives, numbers dense."""
+    for name, (model, query) in HOSTED_SCENARIOS.items():
+        plain = upstream_events(model, query)
+        spec023 = upstream_events(model, {**query, "spec023": "1"})
+        lifecycle = [e for e in spec023 if e["type"].startswith(INJECTED_PREFIXES)]
+        # Per call: in_progress, searching for the searches, a terminal event once it has an output.
+        assert len(lifecycle) == sum(1 + (name in ("web_search", "file_search")) + (output is not None)
+                                     for _, name, _, output in map(gateway.CALLS.get, SCENARIO_CALLS[model])), name
+        assert all(e["item_id"].startswith("fc_") for e in lifecycle), name
+        assert len(spec023) == len(plain) + len(lifecycle), name
+        assert contract.to_plain(contract.expected_stream(spec023, "hosted")) == \
+            contract.to_plain(contract.expected_stream(plain, "hosted")), name
+
+
+@pytest.mark.parametrize("scenario", list(HOSTED_AND_SPEC023))
 def test_hosted_create_stream_true(hosted_client, scenario):
-    model, query = HOSTED_SCENARIOS[scenario]
+    model, query = HOSTED_AND_SPEC023[scenario]
     stream = hosted_client.responses.create(model=model, input="What is known about tool progress?", stream=True,
                                             extra_query={**query, "tool_ms": str(HOSTED_TOOL_MS)})
     with stream:
@@ -630,9 +658,9 @@ def test_hosted_create_stream_true(hosted_client, scenario):
     check_scenario_items(final, model, ids)
 
 
-@pytest.mark.parametrize("scenario", list(HOSTED_SCENARIOS))
+@pytest.mark.parametrize("scenario", list(HOSTED_AND_SPEC023))
 def test_hosted_stream_helper_and_final_response(hosted_client, scenario):
-    model, query = HOSTED_SCENARIOS[scenario]
+    model, query = HOSTED_AND_SPEC023[scenario]
     with hosted_client.responses.stream(model=model, input="What is known about tool progress?",
                                         extra_query={**query, "tool_ms": str(HOSTED_TOOL_MS)}) as stream:
         events = [event.to_dict(warnings=False) for event in stream]  # see HELPER_DUMP_NOTE

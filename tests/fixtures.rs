@@ -84,13 +84,29 @@ const PROFILE_SETS: &[(&str, &str)] = &[
     ),
 ];
 
+/// Recordings that are not passed through byte-for-byte under the defaults: their gateway
+/// breaks a stream rule toolpulse mends (docs/stream-rules.md). Golden in
+/// `<dir>.<stem>.mended.out.sse`.
+const MENDED_RECORDINGS: &[&str] = &[
+    // LiteLLM's terminal event changes the response id.
+    "recordings/litellm/mcp_lookup_user.sse",
+    "recordings/litellm/mcp_fail_tool.sse",
+    "recordings/litellm-1.108.7/mcp_lookup_user.sse",
+    "recordings/litellm-1.108.7/mcp_fail_tool.sse",
+];
+
 /// Which hand-made fixtures must come out byte-identical (nothing to inject).
 const UNTOUCHED: &[&str] = &["no_tools.sse", "function_untouched.sse"];
 
 fn golden_cases() -> Vec<(String, Config, String)> {
     let mut cases = Vec::new();
     for input in all_inputs() {
-        let golden = if input.starts_with("recordings/") {
+        let golden = if MENDED_RECORDINGS.contains(&input.as_str()) {
+            let name = input
+                .trim_start_matches("recordings/")
+                .replacen('/', ".", 1);
+            name.replace(".sse", ".mended.out.sse")
+        } else if input.starts_with("recordings/") {
             input.clone() // default classification: the recordings pass through unchanged
         } else {
             input.replace(".sse", ".out.sse")
@@ -103,7 +119,7 @@ fn golden_cases() -> Vec<(String, Config, String)> {
     // The companion shape (`openai`, the default before `hosted`) of the same inputs.
     let companion: Vec<_> = cases
         .iter()
-        .filter(|(input, _, golden)| golden != input)
+        .filter(|(input, _, golden)| golden != input && !golden.contains(".mended."))
         .map(|(input, config, golden)| {
             let mut config = config.clone();
             config.events.profiles = vec![toolpulse::profiles::Profile::OpenAi];
@@ -157,7 +173,7 @@ fn golden_outputs_and_invariants() {
                 output == input,
                 "{input_name} must pass through byte-for-byte"
             );
-        } else {
+        } else if !golden.contains(".mended.") {
             assert!(
                 report.injected_events > 0,
                 "{input_name} ({golden}): nothing injected"

@@ -34,13 +34,20 @@ const OUTPUT_ITEM: &str = r#"{"id":"fco_1","type":"function_call_output","call_i
 
 /// The first turn: one MCP call, its output, a message. Later turns: just a message.
 fn gateway_reply(request: &Recorded) -> Reply {
+    reply(request, "r")
+}
+
+/// [`gateway_reply`] from a gateway that names the response `final_id` at its end, where
+/// `response.created` named it `r` (LiteLLM does); the request's `user`, if any, comes first
+/// in both.
+fn reply(request: &Recorded, final_id: &str) -> Reply {
     let body: Value = serde_json::from_slice(&request.body).unwrap_or_default();
+    let user = body["user"].as_str().unwrap_or_default();
     let ev = |json: String| format!("data: {json}\n\n").into_bytes();
     let first_turn = body["input"].as_str().is_some();
-    let mut events = vec![
-        r#"{"type":"response.created","sequence_number":0,"response":{"id":"r","output":[]}}"#
-            .to_string(),
-    ];
+    let mut events = vec![format!(
+        r#"{{"type":"response.created","sequence_number":0,"response":{{"id":"{user}r","output":[]}}}}"#
+    )];
     let mut n = 1;
     let mut listed = Vec::new();
     if first_turn {
@@ -67,7 +74,7 @@ fn gateway_reply(request: &Recorded) -> Reply {
     ));
     listed.push(message);
     events.push(format!(
-        r#"{{"type":"response.completed","sequence_number":{},"response":{{"id":"r","output":[{}]}}}}"#,
+        r#"{{"type":"response.completed","sequence_number":{},"response":{{"id":"{user}{final_id}","output":[{}]}}}}"#,
         n + 1,
         listed.join(",")
     ));
@@ -213,6 +220,73 @@ async fn another_replica_maps_them_through_redis_at_once() {
             .any(|(k, ttl)| k.starts_with("tp-next:hosted:tph_") && *ttl > 0),
         "pairs kept with a TTL: {keys:?}"
     );
+}
+
+/// The response id the client saw throughout (`response.created`'s; the gateway's terminal
+/// event named another, which toolpulse mended) goes back to the gateway as its own, from this
+/// replica's memory or, on another replica that mended one too, from Redis.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mended_response_id_maps_back_to_the_gateways_own() {
+    let redis = RedisServer::start("a_mended_response_id_maps_back_to_the_gateways_own");
+    let mut gateway = Gateway::start(|request| reply(request, "r_final")).await;
+    let shared = redis.as_ref().map(|r| (r, "tp-ids"));
+    let (a, b) = (
+        replica(&gateway.url(), shared).await,
+        replica(&gateway.url(), shared).await,
+    );
+    let completed_id = |stream: &[u8]| {
+        let text = String::from_utf8_lossy(stream).into_owned();
+        let completed = text
+            .split("\n\n")
+            .find(|e| e.contains("\"response.completed\""));
+        let data = completed.expect("completed").trim_start_matches("data: ");
+        serde_json::from_str::<Value>(data).expect("json")["response"]["id"].clone()
+    };
+    let turn = |user: &str, previous: Option<&str>| {
+        let mut body = json!({"model": "m", "stream": true, "input": "who?", "user": user});
+        if let Some(previous) = previous {
+            body["previous_response_id"] = previous.into();
+        }
+        body.to_string().into_bytes()
+    };
+    for (proxy, user) in [(b, "b1_"), (a, "a1_")] {
+        let (status, stream) = post_json(proxy, turn(user, None)).await;
+        assert_eq!(
+            (status, completed_id(&stream)),
+            (200, json!(format!("{user}r")))
+        );
+        received_input(&mut gateway).await;
+    }
+    // `b` mended an id of its own, so it asks Redis for `a`'s.
+    let mut next_turns = vec![(a, "this replica's memory")];
+    if let Some(redis) = &redis {
+        // Unlike a hosted id's, a response id's lookup does not wait for a write in flight
+        // (docs/stream-rules.md): this test does.
+        let deadline = Instant::now() + WAIT;
+        while !redis
+            .keys("tp-ids")
+            .iter()
+            .any(|(k, _)| k.ends_with(":a1_r"))
+        {
+            assert!(Instant::now() < deadline, "never written to Redis");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        next_turns.push((b, "Redis"));
+    }
+    for (proxy, from) in next_turns {
+        let (status, _) = post_json(proxy, turn("", Some("a1_r"))).await;
+        assert_eq!(status, 200);
+        let request = tokio::time::timeout(WAIT, gateway.requests.recv()).await;
+        let request = request.expect("in time").expect("recorded");
+        let body: Value = serde_json::from_slice(&request.body).expect("JSON");
+        assert_eq!(body["previous_response_id"], "a1_r_final", "from {from}");
+    }
+    // An id no response had is left as it is.
+    let (status, _) = post_json(a, turn("", Some("r_other"))).await;
+    assert_eq!(status, 200);
+    let request = gateway.requests.recv().await.expect("recorded");
+    let body: Value = serde_json::from_slice(&request.body).expect("JSON");
+    assert_eq!(body["previous_response_id"], "r_other");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

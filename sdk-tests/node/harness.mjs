@@ -222,6 +222,10 @@ export const jsonText = (text) => new Matcher(`<JSON text ${text}>`, (v) => {
   }
 });
 
+/** `value` with every matcher replaced by its name (an expected stream as plain data, to compare two). */
+export const settle = (value) => (value instanceof Matcher ? value.name : Array.isArray(value) ? value.map(settle)
+  : value !== null && typeof value === 'object' ? Object.fromEntries(Object.entries(value).map(([k, v]) => [k, settle(v)])) : value);
+
 const brief = (v) => (v && typeof v === 'object' ? `${v.type ?? '?'}${typeof v.id === 'string' ? `#${v.id}` : ''}` : v);
 
 /** `actual` is `expected` with matchers; a key `expected` lacks is allowed only when null or in `extraKeys`. */
@@ -614,6 +618,8 @@ export function expectedHostedStream(upstream, { declared = [], ids = new Hosted
     const index = event.output_index;
     if (t === 'response.created') r = newResponse();
     if (TERMINAL_RESPONSE_EVENTS.has(t)) closeAll();
+    // The hosted call's function_call item: its events become the hosted item's (the gateway's
+    // own spec 023 lifecycle events on it, gateway.py `?spec023=1`, are dropped with the rest).
     if (Number.isInteger(index) && r.fcAt.has(index)) {
       const call = r.fcAt.get(index);
       drop(event);

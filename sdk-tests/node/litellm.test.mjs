@@ -47,7 +47,6 @@ const HOSTED_PREFIX = 'tph_';
 const LITELLM_ITEM_PREFIX = 'mcp_'; // LiteLLM's own mcp_call / mcp_list_tools ids
 const FAIL_OUTPUT = 'Error executing tool fail_tool';
 const DONE_PREFIX = 'Done. The tool said: ';
-const KNOWN_ID_QUIRK = 'Lifecycle response identity changed.';
 const USER42 = { id: 42, name: 'user42', email: 'user42@example.test', active: true };
 
 const CASES = {
@@ -174,12 +173,14 @@ const expectedOutput = (kase, item) => (kase.ok ? item.output : FAIL_OUTPUT);
 
 /**
  * One MCP turn's stream through toolpulse; returns the index of the hosted item's
- * output_item.done. `complete`: the client got as far as response.completed.
+ * output_item.done.
  */
-function checkHostedStream(events, kase, { complete = true } = {}) {
+function checkHostedStream(events, kase) {
   assert.deepEqual(events.map((e) => e.sequence_number), events.map((_, i) => i), 'sequence_numbers not dense from 0');
   assert.equal(events[0].type, 'response.created');
-  if (complete) assert.equal(events.at(-1).type, 'response.completed');
+  assert.equal(events.at(-1).type, 'response.completed');
+  const ids = new Set(events.filter((e) => e.response && typeof e.response === 'object').map((e) => e.response.id));
+  assert.equal(ids.size, 1, `one response id from response.created on: ${[...ids]}`);
 
   for (const e of events) {
     assert.ok(!/^response\.(function_call_arguments|mcp_list_tools)\./.test(e.type), JSON.stringify(e));
@@ -216,12 +217,10 @@ function checkHostedStream(events, kase, { complete = true } = {}) {
   const text = events.find((e) => e.type === 'response.output_text.done').text;
   assert.equal(text, DONE_PREFIX + expectedOutput(kase, done[0].item));
 
-  if (complete) {
-    const final = events.at(-1).response;
-    assert.equal(final.status, 'completed');
-    assert.deepEqual(final.output.map((i) => i.type), ['mcp_call', 'message']);
-    assert.deepEqual(final.output[0], done[0].item, 'response.completed lists the hosted item in another state');
-  }
+  const final = events.at(-1).response;
+  assert.equal(final.status, 'completed');
+  assert.deepEqual(final.output.map((i) => i.type), ['mcp_call', 'message']);
+  assert.deepEqual(final.output[0], done[0].item, 'response.completed lists the hosted item in another state');
   return events.indexOf(done[0]);
 }
 
@@ -266,26 +265,15 @@ for (const { pkg, version, OpenAI } of SDKS) {
       test(`responses.stream() helper and finalResponse(): ${key}`, async (t) => {
         const timed = [];
         let final;
-        let quirk;
         const seen = await watched(async () => {
           const stream = makeClient(OpenAI).responses.stream({ model: lite.model, input: kase.prompt, tools: [lite.mcp_tool] });
-          try {
-            await collect(stream, timed);
-            final = await stream.finalResponse();
-          } catch (err) {
-            if (err?.message !== KNOWN_ID_QUIRK) throw err;
-            quirk = err;
-          }
+          await collect(stream, timed);
+          final = await stream.finalResponse();
         });
-        const doneIndex = checkHostedStream(timed.map((x) => x.event), kase, { complete: !quirk });
+        const doneIndex = checkHostedStream(timed.map((x) => x.event), kase);
         checkStackSide(seen, kase);
         checkTiming(timed, doneIndex, seen);
-        if (quirk) {
-          // Everything the helper yielded before response.completed is right (checked above).
-          t.todo(`openai-node ${version}'s stream helper: ${quirk.message} (LiteLLM's response.completed has ` +
-            'another response id than response.created; known, fixed separately)');
-          return;
-        }
+        assert.equal(final.id, timed[0].event.response.id);
         assert.equal(final.status, 'completed');
         assert.deepEqual(final.output.map((i) => i.type), ['mcp_call', 'message']);
         checkItem(final.output[0], kase);

@@ -11,7 +11,9 @@
 //
 // The default presentation is profile `hosted` (docs/hosted.md): the hosted tests below send no
 // profile header and check the stream against harness.mjs's hosted oracle; the companion-shape
-// tests pin `x-toolpulse-profiles: openai` (the client's default header).
+// tests pin `x-toolpulse-profiles: openai` (the client's default header). The hosted cases named
+// "…, spec023" run against a gateway that emits antwort's spec 023 lifecycle events on its
+// function_call items (gateway.py `?spec023=1`): the client must see what the plain gateway gives.
 //
 // Every test runs once per SDK package in OPENAI_NODE_PACKAGES (default "openai openai-v6":
 // package.json installs the latest openai-node as `openai` and the 6.x line as `openai-v6`).
@@ -28,7 +30,7 @@ import {
   HERE, MODEL, PLAIN_MODEL, PLAIN_TEXT, FAILURES_MODEL, FINAL_TEXT, BROKEN_OUTPUT, PROFILES_HEADER,
   REQUEST_TIMEOUT_MS, TOOL_MS, SCENARIOS, COMPANION_PREFIX, INJECTED, PARALLEL_MODEL,
   HOSTED_PREFIX, HOSTED_NO_OUTPUT_TEXT, HostedIds, isFailure, CALLS,
-  startStack, rawEvents, expectedStream, finalOutput, assertStream, assertMatch,
+  startStack, rawEvents, expectedStream, finalOutput, assertStream, assertMatch, settle,
   checkInvariants, checkHostedInvariants,
 } from './harness.mjs';
 
@@ -95,6 +97,14 @@ for (const [label, model] of [['agentic', MODEL], ['parallel', PARALLEL_MODEL], 
     }
   }
 }
+// antwort's spec 023 (gateway.py `?spec023=1`): the gateway's own lifecycle events on its
+// function_call items. Under `hosted` they fold into the hosted items: the same expectations as
+// the plain gateway (the oracle's expected stream is plain mode's: the spec023 test below).
+const PLAIN_HOSTED_SCENARIOS = { ...HOSTED_SCENARIOS };
+for (const name of ['agentic', 'parallel', 'failures, 1-based, [DONE]']) {
+  const { model, query } = HOSTED_SCENARIOS[name];
+  HOSTED_SCENARIOS[`${name}, spec023`] = { model, query: { ...query, spec023: '1' } };
+}
 const SCENARIO_CALLS = { [MODEL]: ['web', 'file', 'gh', 'broken'], [PARALLEL_MODEL]: ['gh', 'web'],
   [FAILURES_MODEL]: ['web_fail', 'file_multi', 'broken', 'gh_open'] };
 const WEB_SEARCH_FUNCTION = { type: 'function', name: 'web_search', description: 'my own web search', strict: true,
@@ -141,6 +151,17 @@ test("harness.mjs's CALLS are gateway.py's", () => {
   assert.deepEqual(calls, CALLS);
 });
 
+test("harness.mjs's hosted oracle folds spec 023's gateway events: the expected stream is plain mode's", async () => {
+  for (const [name, { model, query }] of Object.entries(PLAIN_HOSTED_SCENARIOS)) {
+    const q = { ...query, tool_ms: '0' };
+    const plain = await rawEvents(stack.gatewayAddr, model, q);
+    const spec023 = await rawEvents(stack.gatewayAddr, model, { ...q, spec023: '1' });
+    const lifecycle = spec023.filter((e) => INJECTED.test(e.type));
+    assert.ok(lifecycle.length > 0 && lifecycle.every((e) => e.item_id.startsWith('fc_')), name);
+    assert.equal(spec023.length, plain.length + lifecycle.length, name);
+    assert.deepEqual(settle(expectedStream(spec023, 'hosted')), settle(expectedStream(plain, 'hosted')), name);
+  }
+});
 
 for (const { pkg, version, OpenAI } of SDKS) {
   const client = (addr) => makeClient(OpenAI, addr);

@@ -86,6 +86,28 @@ pub fn rewrite_input(
     Some(out)
 }
 
+/// The body with its top-level `previous_response_id` replaced by `id` (every other byte as
+/// it was); `None` when it has none or the body is not a JSON object.
+pub fn set_previous_response_id(body: &[u8], id: &str) -> Option<Vec<u8>> {
+    let text = std::str::from_utf8(body).ok()?;
+    let raw = members::get(text, "previous_response_id")?;
+    let new = serde_json::Value::from(id).to_string();
+    let start = raw.get().as_ptr() as usize - text.as_ptr() as usize;
+    let mut out = Vec::with_capacity(body.len() + new.len());
+    out.extend_from_slice(&body[..start]);
+    out.extend_from_slice(new.as_bytes());
+    out.extend_from_slice(&body[start + raw.get().len()..]);
+    Some(out)
+}
+
+/// The top-level `previous_response_id` of a body, when it is a string.
+pub fn previous_response_id(body: &[u8]) -> Option<String> {
+    let text = std::str::from_utf8(body).ok()?;
+    members::string(members::get(text, "previous_response_id")?)
+        .ok()?
+        .map(Cow::into_owned)
+}
+
 /// The names of the `function` tools a request declares in its `tools` (their calls are the
 /// client's to run); empty when it declares none or the body is not a JSON object.
 pub fn declared_functions(body: &[u8]) -> Vec<String> {
@@ -130,6 +152,25 @@ mod tests {
     use serde_json::{Value, json};
 
     use super::*;
+
+    #[test]
+    fn previous_response_id_is_read_and_replaced_in_place() {
+        let body = br#"{"input":"hi", "previous_response_id" : "resp_a","x":{"previous_response_id":"no"}}"#;
+        assert_eq!(previous_response_id(body).as_deref(), Some("resp_a"));
+        let out = set_previous_response_id(body, "resp_\"b").expect("set");
+        assert_eq!(
+            String::from_utf8(out).expect("utf-8"),
+            r#"{"input":"hi", "previous_response_id" : "resp_\"b","x":{"previous_response_id":"no"}}"#
+        );
+        for none in [
+            &br#"{"input":"hi"}"#[..],
+            br#"{"previous_response_id":null}"#,
+            b"[1]",
+        ] {
+            assert_eq!(previous_response_id(none), None);
+        }
+        assert_eq!(set_previous_response_id(br#"{"a":1}"#, "x"), None);
+    }
 
     #[test]
     fn removes_companions_and_references_to_them() {

@@ -55,6 +55,15 @@ pub struct Reading<'a> {
     pub lists_output: bool,
     /// The raw JSON of the item of an `output_item.added`/`.done`.
     pub item: Option<&'a str>,
+    /// The `response.id` of an event that starts or lists a response.
+    pub response_id: Option<ResponseId<'a>>,
+}
+
+/// A response's `id`: its value, and where its JSON string lies in the event's data.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResponseId<'a> {
+    pub value: Cow<'a, str>,
+    pub span: Range<usize>,
 }
 
 /// The data is not a JSON object of the expected shape: forward it untouched.
@@ -81,6 +90,7 @@ struct Envelope<'a> {
     item: Option<&'a RawValue>,
     item_id: Option<&'a RawValue>,
     delta: Option<&'a RawValue>,
+    response: Option<&'a RawValue>,
 }
 
 impl<'a> Envelope<'a> {
@@ -93,6 +103,7 @@ impl<'a> Envelope<'a> {
             "item" => e.item = present(value),
             "item_id" => e.item_id = present(value),
             "delta" => e.delta = present(value),
+            "response" => e.response = present(value),
             _ => {}
         })
         .map_err(|_| Unreadable)?;
@@ -206,7 +217,8 @@ fn leading_type(data: &[u8]) -> Option<&[u8]> {
     (rest[end] == b'"').then(|| &rest[..end])
 }
 
-fn lists_output(kind: &[u8]) -> bool {
+/// Whether an event of this type carries a `response` whose `output` lists the items so far.
+pub fn lists_output(kind: &[u8]) -> bool {
     LISTS_OUTPUT.iter().any(|t| t.as_bytes() == kind)
 }
 
@@ -235,6 +247,16 @@ pub fn read_full<'a>(data: &'a [u8]) -> Result<Reading<'a>, Unreadable> {
         .then_some(envelope.item)
         .flatten()
         .map(RawValue::get);
+    let response_id = (starts_response || lists_output)
+        .then(|| {
+            let raw = members::get(envelope.response?.get(), "id")?;
+            let start = offset_in(text, raw.get());
+            Some(ResponseId {
+                value: string(Some(raw)).ok()??,
+                span: start..start + raw.get().len(),
+            })
+        })
+        .flatten();
     let signal = match kind.as_deref() {
         Some(t) if TERMINAL_TYPES.contains(&t) => Some(Signal::Terminal),
         Some(t @ (ITEM_ADDED | ITEM_DONE)) => {
@@ -260,6 +282,7 @@ pub fn read_full<'a>(data: &'a [u8]) -> Result<Reading<'a>, Unreadable> {
         starts_response,
         lists_output,
         item,
+        response_id,
     })
 }
 

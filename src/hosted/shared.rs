@@ -16,6 +16,7 @@
 //! Stream tasks never wait for Redis: only a request body that holds hosted items does.
 
 use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -41,6 +42,8 @@ pub const RACE_WAITS: [Duration; 3] = [
 pub struct Pairs {
     memory: MemoryStore,
     shared: Option<Arc<Shared>>,
+    /// Whether this process ever mended a response id ([`Pairs::response_id`]).
+    mended_ids: AtomicBool,
 }
 
 struct Shared {
@@ -61,6 +64,7 @@ impl Pairs {
         Pairs {
             memory,
             shared: None,
+            mended_ids: AtomicBool::new(false),
         }
     }
 
@@ -76,6 +80,7 @@ impl Pairs {
         Pairs {
             memory,
             shared: Some(shared),
+            mended_ids: AtomicBool::new(false),
         }
     }
 
@@ -110,6 +115,30 @@ impl Pairs {
             }
         }
         Found(found)
+    }
+
+    /// The gateway's id behind a response id a client was shown in its place (the stream's
+    /// `response.created` id where the gateway later changed it), for the next turn's
+    /// `previous_response_id`: memory, then Redis once, without waiting for a write in flight
+    /// (every chained request asks, so it must cost nothing where no id was ever mended:
+    /// Redis is asked only once this process has mended one).
+    pub async fn response_id(&self, shown: &str, now: Instant) -> Option<String> {
+        if let Some(entry) = self.memory.get(shown, now) {
+            return entry.as_response_id();
+        }
+        let shared = self.shared.as_ref()?;
+        if !self.mended_ids.load(Ordering::Relaxed) || !shared.link.is_up() {
+            return None;
+        }
+        let mut found = HashMap::new();
+        shared.fetch(vec![shown.to_string()], &mut found).await;
+        found.get(shown)?.as_response_id()
+    }
+
+    /// Keeps the gateway's id behind a response id a client was shown.
+    pub fn put_response_id(&self, shown: &str, upstream: &str, now: Instant) {
+        self.mended_ids.store(true, Ordering::Relaxed);
+        self.put(shown, Pair::response_id(upstream), now);
     }
 
     /// Entries and bytes in this process's memory.

@@ -9,9 +9,11 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-/// The gateway's own items of one call, as it streamed them (JSON objects): its
-/// `function_call` and `function_call_output`, or its own hosted item alone (`output_item`
-/// empty) where it streamed one (LiteLLM's `mcp_call`).
+/// What the gateway knows behind an id the client was shown. For a hosted item, the gateway's
+/// own items of one call, as it streamed them (JSON objects): its `function_call` and
+/// `function_call_output`, or its own hosted item alone (`output_item` empty) where it streamed
+/// one (LiteLLM's `mcp_call`). For a response id toolpulse mended ([`Pair::response_id`]), the
+/// gateway's own id as a JSON string.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Pair {
     pub call_item: String,
@@ -19,6 +21,23 @@ pub struct Pair {
 }
 
 impl Pair {
+    /// The entry behind a response id the client was shown in place of the gateway's
+    /// `upstream` one.
+    pub fn response_id(upstream: &str) -> Pair {
+        Pair {
+            call_item: serde_json::Value::from(upstream).to_string(),
+            output_item: String::new(),
+        }
+    }
+
+    /// The gateway's response id, when this is the entry behind a response id.
+    pub fn as_response_id(&self) -> Option<String> {
+        if !self.output_item.is_empty() {
+            return None;
+        }
+        serde_json::from_str(&self.call_item).ok()
+    }
+
     /// The items as they go back into a request's `input` (comma-separated).
     pub fn input_items(&self) -> String {
         if self.output_item.is_empty() {

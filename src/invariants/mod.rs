@@ -21,6 +21,7 @@
 mod calls;
 pub mod hosted;
 mod indices;
+mod mended;
 mod numbers;
 mod upstream;
 
@@ -65,10 +66,17 @@ pub struct Report {
     pub renumbered: usize,
 }
 
+/// `input` as the rewriter must repair it (docs/stream-rules.md): what its output is made of.
+pub fn mended_input(input: &[u8], max_event_bytes: usize) -> Vec<u8> {
+    mended::mend(input, max_event_bytes)
+}
+
 /// Checks `output` against `input`. `max_event_bytes` is the limit the rewriter ran with: when
 /// the input ends inside an event longer than it, calls may stay unclosed (nothing can be
 /// injected inside a half-sent event).
 pub fn check(input: &[u8], output: &[u8], max_event_bytes: usize) -> Result<Report, String> {
+    let mended = mended_input(input, max_event_bytes);
+    let input = &mended[..];
     if hosted::applies(output) {
         return hosted::check(input, output, max_event_bytes);
     }

@@ -249,6 +249,11 @@ impl RewriteBody {
                     tracing::debug!(tool = %name, kind = kind.as_str(), outcome, duration_ms, "tool call");
                 }
                 Observation::Progress { .. } => {}
+                Observation::ResponseId { shown, upstream } => {
+                    if let Some(store) = store {
+                        store.put_response_id(&shown, &upstream, std::time::Instant::now());
+                    }
+                }
                 Observation::HostedPair {
                     id,
                     call_item,

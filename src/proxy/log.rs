@@ -103,6 +103,15 @@ impl Drop for RequestLog {
                     };
                     m.upstream_violations.get_or_create(&rule).inc_by(n);
                 }
+                if stats.violations.any() {
+                    // Once per stream, however often: a gateway that breaks a rule breaks it
+                    // in every event of a kind.
+                    tracing::info!(
+                        rules = %stats.violations,
+                        path = %self.path,
+                        "the upstream broke stream rules (docs/stream-rules.md): mended or forwarded as they were"
+                    );
+                }
                 // Reports a newer one replaced before they reached the client.
                 let coalesced = crate::metrics::SourceOutcome {
                     source: "stream",

@@ -23,7 +23,7 @@ use http_body_util::BodyExt;
 use hyper::body::Incoming;
 
 use crate::config::Config;
-use crate::dialect::request::declared_functions;
+use crate::dialect::request::{declared_functions, previous_response_id, set_previous_response_id};
 use crate::hosted::request::{map_input, signed_ids};
 use crate::hosted::scan::SignedIdScan;
 use crate::hosted::shared::Pairs;
@@ -138,7 +138,19 @@ pub async fn prepare(
         let key = &config.hosted.key;
         let now = std::time::Instant::now();
         let found = store.lookup(&signed_ids(&whole, key), now).await;
-        let (body, mapped) = map_input(&whole, key, &found, now);
+        let (mut body, mapped) = map_input(&whole, key, &found, now);
+        if let Some(shown) = previous_response_id(&whole)
+            && let Some(upstream) = store.response_id(&shown, now).await
+            && let Some(mapped) =
+                set_previous_response_id(body.as_deref().unwrap_or(&whole), &upstream)
+        {
+            tracing::debug!(
+                shown,
+                upstream,
+                "previous_response_id mapped to the gateway's own"
+            );
+            body = Some(mapped);
+        }
         metrics.hosted_mapped(&mapped);
         if mapped.from_content > 0 || mapped.dropped > 0 {
             tracing::info!(

@@ -90,6 +90,13 @@ pub enum Observation {
         /// The `function_call_output` item as the gateway sent it.
         output_item: String,
     },
+    /// The gateway changed its response's id after `response.created` (LiteLLM does): the
+    /// client was shown `shown` throughout, the gateway knows the response as `upstream` (for
+    /// the next turn's `previous_response_id`).
+    ResponseId {
+        shown: String,
+        upstream: String,
+    },
 }
 
 /// Counters for one stream, for logs and metrics.
@@ -136,6 +143,9 @@ pub struct Rewriter {
     /// ([`response_nonce`]), so a gateway that numbers call ids per response cannot make two
     /// hosted items with one id.
     responses: u64,
+    /// The id `response.created` gave the current response: the one every later event of it
+    /// must carry (a gateway that changes it breaks [`Rule::ResponseId`]).
+    response_id: Option<String>,
     pacer: Pacer,
     output: Output,
     /// Scratch space reused across events.
@@ -176,6 +186,7 @@ impl Rewriter {
             client_functions: Vec::new(),
             nonce: 0,
             responses: 0,
+            response_id: None,
             pacer: Pacer::new(DEFAULT_PROGRESS_INTERVAL),
             output: Output::default(),
             transitions: Vec::new(),
@@ -391,7 +402,9 @@ impl Rewriter {
             || self.indices.is_shifting()
             || self.hosted.is_active()
             || !self.tracker.open_calls().is_empty()
-            || event.event_type().is_none_or(responses::may_signal);
+            || event
+                .event_type()
+                .is_none_or(|t| responses::may_signal(t) || responses::lists_output(t));
         if !must_read && self.resume_after.is_none() {
             // Not read, so its `output_index` is not seen: every item is introduced by an
             // `output_item.added`/`.done`, which is always read, so the highest index seen is
@@ -414,10 +427,24 @@ impl Rewriter {
             self.companions.reset();
             self.hosted.reset();
         }
+        // Only where the `event:` line, if any, says the same kind of event: an event whose
+        // line says otherwise is not always read.
+        let line = event.event_type();
+        let changed_id = match reading.response_id {
+            _ if reading.starts_response => {
+                if line.is_none_or(|t| t == b"response.created") {
+                    self.response_id = reading.response_id.map(|id| id.value.into_owned());
+                }
+                None
+            }
+            Some(id) if line.is_none_or(responses::lists_output) => self.mend_response_id(id),
+            _ => None,
+        };
         let upstream = Upstream {
             sequence_number: reading.sequence_number,
             output_index: reading.output_index,
             lists_output: reading.lists_output,
+            changed_id,
         };
         let index = upstream.output_index.as_ref().map(|n| n.value);
         match &upstream.sequence_number {
@@ -485,6 +512,23 @@ impl Rewriter {
             self.forward(event, &data, upstream);
             self.inject(now);
         }
+    }
+
+    /// An event of the current response that carries an id other than `response.created`'s
+    /// (LiteLLM's terminal event does): the span to put the created id back in. The gateway's id
+    /// is observed, so the next turn's `previous_response_id` can be mapped back to it.
+    fn mend_response_id(&mut self, id: responses::ResponseId<'_>) -> Option<Range<usize>> {
+        let shown = self.response_id.as_ref()?;
+        if *shown == id.value {
+            return None;
+        }
+        self.stats.violations.count(Rule::ResponseId);
+        let observation = Observation::ResponseId {
+            shown: shown.clone(),
+            upstream: id.value.into_owned(),
+        };
+        self.observe(observation);
+        Some(id.span)
     }
 
     /// Profile `hosted`, before a signal is tracked. Whether a call id is hosted is decided
@@ -703,6 +747,10 @@ impl Rewriter {
         };
         digits(upstream.sequence_number, renumbered);
         digits(upstream.output_index, index);
+        if let (Some(span), Some(id)) = (upstream.changed_id, &self.response_id) {
+            let id = serde_json::Value::from(id.as_str()).to_string();
+            edits.push((span, Splice::Text(id)));
+        }
         if edits.is_empty() {
             self.output.raw(raw);
         } else {
@@ -916,6 +964,8 @@ struct Upstream {
     sequence_number: Option<Number>,
     output_index: Option<Number>,
     lists_output: bool,
+    /// Where the event's `response.id` differs from the created one ([`Rule::ResponseId`]).
+    changed_id: Option<Range<usize>>,
 }
 
 /// What replaces a range of an upstream event's data.

@@ -597,3 +597,39 @@ fn hosted_shows_a_native_item_that_cannot_give_up_its_index() {
     assert!(done.contains("tph_"), "{done}");
     assert_eq!(r.stats().violations.get(Rule::HostedOutputIndex), 1);
 }
+
+/// A gateway whose terminal event names another response id than `response.created` (LiteLLM):
+/// the created id is put back, whatever the profile, and the gateway's id observed for the next
+/// turn. A line that says another kind of event leaves the event as it is.
+#[test]
+fn a_changed_response_id_is_mended_and_observed() {
+    let created =
+        r#"{"type":"response.created","sequence_number":0,"response":{"id":"resp_A","output":[]}}"#;
+    let completed = r#"{"type":"response.completed","sequence_number":1,"response":{"id":"resp_B","output":[]}}"#;
+    for profiles in [vec![Profile::Hosted], vec![Profile::OpenAi], vec![]] {
+        let mut r = rewriter(0).with_profiles(profiles);
+        let input = [ev(created), ev(completed)].concat();
+        let out = whole_stream(&mut r, &input, Instant::now());
+        assert_eq!(
+            out,
+            text(&Bytes::from(
+                [ev(created), ev(&completed.replace("resp_B", "resp_A"))].concat()
+            ))
+        );
+        assert_eq!(r.stats().violations.get(Rule::ResponseId), 1);
+        let seen: Vec<_> = r.take_observations().collect();
+        assert!(
+            seen.contains(&Observation::ResponseId {
+                shown: "resp_A".into(),
+                upstream: "resp_B".into()
+            }),
+            "{seen:?}"
+        );
+    }
+    let mut r = rewriter(0);
+    let odd = format!("event: response.output_text.delta\ndata: {completed}\n\n");
+    let input = [ev(created).as_slice(), odd.as_bytes()].concat();
+    let out = whole_stream(&mut r, &input, Instant::now());
+    assert_eq!(out.as_bytes(), input, "a line that disagrees");
+    assert_eq!(r.stats().violations.get(Rule::ResponseId), 0);
+}

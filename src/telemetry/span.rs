@@ -100,7 +100,7 @@ impl RequestSpan {
                     started,
                 });
             }
-            Observation::HostedPair { .. } => {}
+            Observation::HostedPair { .. } | Observation::ResponseId { .. } => {}
             Observation::Progress { call_id, report } => {
                 if let Some(i) = self.open(call_id) {
                     self.tools[i].span.add_event_with_timestamp(
