@@ -14,6 +14,7 @@ use super::members;
 use super::scan::{self, Scan};
 use crate::lifecycle::track::{CallItem, NativeItem, Signal};
 use crate::lifecycle::{Kind, OutputFacts};
+use crate::rules::items::ItemHead;
 
 /// Event types that end a response: open calls are closed just before them.
 const TERMINAL_TYPES: &[&str] = &[
@@ -57,6 +58,9 @@ pub struct Reading<'a> {
     pub item: Option<&'a str>,
     /// The `response.id` of an event that starts or lists a response.
     pub response_id: Option<ResponseId<'a>>,
+    /// The raw `id` and `type` of the item of an `output_item.added`/`.done` (for the item
+    /// rules, [`crate::rules::items`]).
+    pub item_head: Option<ItemHead<'a>>,
 }
 
 /// A response's `id`: its value, and where its JSON string lies in the event's data.
@@ -257,11 +261,17 @@ pub fn read_full<'a>(data: &'a [u8]) -> Result<Reading<'a>, Unreadable> {
             })
         })
         .flatten();
+    let fields = item.map(ItemFields::read).transpose().unwrap_or_default();
+    let item_head = fields.as_ref().map(|f| ItemHead {
+        id: f.id.map(RawValue::get),
+        kind: f.kind.map(RawValue::get),
+        done: kind.as_deref() == Some(ITEM_DONE),
+    });
     let signal = match kind.as_deref() {
         Some(t) if TERMINAL_TYPES.contains(&t) => Some(Signal::Terminal),
         Some(t @ (ITEM_ADDED | ITEM_DONE)) => {
             let output_index = envelope.output_index.and_then(|r| plain_u64(r.get()));
-            match envelope.item {
+            match &fields {
                 Some(item) => item_signal(item, t == ITEM_DONE, output_index),
                 None => None,
             }
@@ -283,6 +293,7 @@ pub fn read_full<'a>(data: &'a [u8]) -> Result<Reading<'a>, Unreadable> {
         lists_output,
         item,
         response_id,
+        item_head,
     })
 }
 
@@ -379,8 +390,11 @@ pub fn listed_items<'a>(data: &'a [u8]) -> Option<Listing<'a>> {
 
 /// What an output item means for tool calls; nothing when it is not an object or a member that
 /// matters has the wrong type.
-fn item_signal(item: &RawValue, done: bool, output_index: Option<u64>) -> Option<Signal<'_>> {
-    let item = ItemFields::read(item.get()).ok()?;
+fn item_signal<'a>(
+    item: &ItemFields<'a>,
+    done: bool,
+    output_index: Option<u64>,
+) -> Option<Signal<'a>> {
     let strings = || -> Result<_, NotAString> {
         Ok((
             string(item.kind)?,

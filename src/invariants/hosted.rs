@@ -252,9 +252,7 @@ pub fn check(input: &[u8], output: &[u8], max_event_bytes: usize) -> Result<Repo
         }
     }
     check_numbers(&in_json, &in_unread, &out_json, &out_unread)?;
-    if client_rules(&in_json).is_ok() {
-        client_rules(&out_json).map_err(|e| format!("the output breaks a client rule: {e}"))?;
-    }
+    super::rules::kept(&in_json, &out_json)?;
     Ok(report)
 }
 
@@ -486,54 +484,6 @@ fn check_numbers(
     };
     if dense(inputs, in_unread).is_ok() {
         dense(outputs, out_unread)?;
-    }
-    Ok(())
-}
-
-/// The strict clients' rules on one stream: per response, each item added at the next index
-/// after the first, with an id not seen before; each item-scoped event at an added item (its
-/// id where it names one); `output_item.done` keeps the item's type and id.
-pub fn client_rules(events: &[Option<Map<String, Value>>]) -> Result<(), String> {
-    let mut added: HashMap<u64, (String, String)> = HashMap::new();
-    let mut next: Option<u64> = None;
-    for (k, json) in events.iter().enumerate() {
-        let Some(json) = json else { continue };
-        let kind = text(json, "type").unwrap_or_default();
-        if kind == "response.created" {
-            added.clear();
-            next = None;
-        }
-        let Some(i) = index(json) else { continue };
-        let id = item_field(json, "id").unwrap_or_default().to_string();
-        let item_kind = item_field(json, "type").unwrap_or_default().to_string();
-        match kind {
-            "response.output_item.added" => {
-                if next.is_some_and(|n| n != i) {
-                    return Err(format!("event {k}: item added at {i}, not at {next:?}"));
-                }
-                if added.values().any(|(seen, _)| *seen == id) {
-                    return Err(format!("event {k}: item id {id} added twice"));
-                }
-                added.insert(i, (id, item_kind));
-                next = Some(i + 1);
-            }
-            "response.output_item.done" => match added.get(&i) {
-                Some((seen, t)) if *seen == id && *t == item_kind => {}
-                _ => {
-                    return Err(format!(
-                        "event {k}: done at {i} is not the item added there"
-                    ));
-                }
-            },
-            _ => {
-                let Some((seen, _)) = added.get(&i) else {
-                    return Err(format!("event {k}: {kind} at {i}, where no item was added"));
-                };
-                if text(json, "item_id").is_some_and(|id| id != seen) {
-                    return Err(format!("event {k}: {kind} names another item than {seen}"));
-                }
-            }
-        }
     }
     Ok(())
 }

@@ -23,6 +23,7 @@ pub mod hosted;
 mod indices;
 mod mended;
 mod numbers;
+mod rules;
 mod upstream;
 
 use serde_json::{Map, Value};
@@ -148,6 +149,8 @@ pub fn check(input: &[u8], output: &[u8], max_event_bytes: usize) -> Result<Repo
     if report.injected_events + report.heartbeats == 0 && input != output {
         return Err("nothing was injected, yet the output differs from the input".into());
     }
+    let json = |events: &[Event]| events.iter().map(json_of).collect::<Vec<_>>();
+    rules::kept(&json(&inputs), &json(&outputs))?;
     Ok(report)
 }
 

@@ -76,6 +76,10 @@ pub struct Tracker {
     max_open_calls: usize,
     /// Calls not tracked because `max_open_calls` were already open.
     pub untracked_calls: u64,
+    /// Calls started at their done, never added (rule `call_done_not_added`).
+    pub done_not_added: u64,
+    /// Calls not tracked because a call with their item id was open (`call_item_id_repeated`).
+    pub item_id_repeated: u64,
 }
 
 impl Tracker {
@@ -84,6 +88,8 @@ impl Tracker {
             open: Vec::new(),
             max_open_calls,
             untracked_calls: 0,
+            done_not_added: 0,
+            item_id_repeated: 0,
         }
     }
 
@@ -124,7 +130,11 @@ impl Tracker {
                 let index = match self.position(&item.call_id) {
                     Some(i) => Some(i),
                     // The added event was missed (e.g. it was oversize): start the call now.
-                    None => self.start(item, now, classifier, out),
+                    None => {
+                        let started = self.start(item, now, classifier, out);
+                        self.done_not_added += u64::from(started.is_some());
+                        started
+                    }
                 };
                 if let Some(call) = index.map(|i| &mut self.open[i])
                     && call.running_since.is_none()
@@ -221,6 +231,7 @@ impl Tracker {
         // call with the same item id would be indistinguishable from the first.
         let item_id = item.item_id.as_deref().unwrap_or(&item.call_id);
         if self.open.iter().any(|c| c.item_id == item_id) {
+            self.item_id_repeated += 1;
             return None;
         }
         let (kind, rule) = classifier.classify_rule(&item.name);

@@ -134,6 +134,8 @@ pub struct Rewriter {
     indices: OutputIndices,
     companions: Companions,
     hosted: HostedItems,
+    /// The upstream's items of the current response, for the item rules.
+    items: crate::rules::items::Items,
     /// Tools the request declares as `function` tools: their calls are the client's, never
     /// hidden (profile `hosted`).
     client_functions: Vec<String>,
@@ -183,6 +185,7 @@ impl Rewriter {
             indices: OutputIndices::default(),
             companions: Companions::default(),
             hosted: HostedItems::default(),
+            items: Default::default(),
             client_functions: Vec::new(),
             nonce: 0,
             responses: 0,
@@ -260,9 +263,14 @@ impl Rewriter {
     }
 
     pub fn stats(&self) -> Stats {
+        let mut violations = self.stats.violations;
+        violations.add(Rule::SequenceRestart, self.numbering.restarts);
+        violations.add(Rule::CallDoneNotAdded, self.tracker.done_not_added);
+        violations.add(Rule::CallItemIdRepeated, self.tracker.item_id_repeated);
         Stats {
             unlisted_companions: self.companions.unlisted,
             progress_coalesced: self.pacer.coalesced,
+            violations,
             ..self.stats
         }
     }
@@ -426,6 +434,13 @@ impl Rewriter {
             self.indices.reset();
             self.companions.reset();
             self.hosted.reset();
+            self.items.reset();
+        }
+        let violations = &mut self.stats.violations;
+        match (&reading.output_index, reading.item_head) {
+            (Some(index), Some(item)) => self.items.item(index.value, item, violations),
+            (Some(index), None) => self.items.named(index.value, violations),
+            (None, _) => {}
         }
         // Only where the `event:` line, if any, says the same kind of event: an event whose
         // line says otherwise is not always read.

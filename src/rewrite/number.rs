@@ -15,6 +15,8 @@ pub struct Numbering {
     pending: Option<u64>,
     last_in: Option<u64>,
     last_out: Option<u64>,
+    /// Numbers that did not grow, each starting a new run (rule `sequence_restart`).
+    pub restarts: u64,
 }
 
 impl Numbering {
@@ -30,6 +32,7 @@ impl Numbering {
             && n <= prev
         {
             self.shift = 0;
+            self.restarts += 1;
         }
         self.pending = upstream;
     }

@@ -633,3 +633,34 @@ fn a_changed_response_id_is_mended_and_observed() {
     assert_eq!(out.as_bytes(), input, "a line that disagrees");
     assert_eq!(r.stats().violations.get(Rule::ResponseId), 0);
 }
+
+/// LiteLLM 1.108.7's MCP stream breaks two rules the rewriter counts as it reads: the
+/// `mcp_list_tools` done at the function_call's index, and the changed response id.
+#[test]
+fn litellm_breaks_the_item_and_id_rules() {
+    let input =
+        include_bytes!("../../tests/fixtures/recordings/litellm-1.108.7/mcp_lookup_user.sse");
+    for profiles in [vec![Profile::Hosted], vec![]] {
+        let mut r = rewriter(0).with_profiles(profiles);
+        whole_stream(&mut r, input, Instant::now());
+        let broken: Vec<_> = r.stats().violations.broken().collect();
+        assert_eq!(broken, [(Rule::ResponseId, 1), (Rule::ItemChanged, 1)]);
+    }
+    let clean = include_bytes!("../../tests/fixtures/recordings/litellm-1.108.7/function_tool.sse");
+    let mut r = rewriter(0);
+    whole_stream(&mut r, clean, Instant::now());
+    assert!(!r.stats().violations.any(), "{}", r.stats().violations);
+}
+
+/// The core's own repairs are counted as rules too: a call done but never added starts at its
+/// done, a number that does not grow starts a new run.
+#[test]
+fn the_cores_repairs_are_counted() {
+    let mut r = rewriter(0);
+    let created = r#"{"type":"response.created","sequence_number":0}"#;
+    let input = [ev(DONE), ev(created), ev(OUTPUT)].concat();
+    whole_stream(&mut r, &input, Instant::now());
+    let v = r.stats().violations;
+    assert_eq!(v.get(Rule::CallDoneNotAdded), 1, "{v}");
+    assert_eq!(v.get(Rule::SequenceRestart), 1, "{v}");
+}

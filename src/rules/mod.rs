@@ -1,7 +1,9 @@
 //! The rules of a Responses stream that toolpulse repairs (or works around) where the upstream
 //! breaks them: one list (docs/stream-rules.md), counted per stream in [`Violations`] and
 //! exported as `toolpulse_upstream_violations_total{rule}`; the invariant checker holds every
-//! output to the same list.
+//! output to the same list. [`items::Items`] counts the item rules as the rewriter reads.
+
+pub mod items;
 
 /// A rule of the stream that an upstream broke, and what toolpulse did about it. The order is
 /// docs/stream-rules.md's.
@@ -26,6 +28,11 @@ pub enum Rule {
     /// another item than the one there: forwarded as it is. Counted where toolpulse reads the
     /// event (text deltas are read only while numbers shift or a call is open).
     UnknownItem,
+    /// The terminal event's `response.output` leaves out an item added, lists one twice, or
+    /// lists them out of index order (LiteLLM's leaves out its `function_call`): forwarded as
+    /// it is. Counted by the invariant checker only (the runtime would have to parse every
+    /// terminal listing).
+    ListingIncomplete,
     /// The output of a hosted call, or the gateway's own hosted item folded into one, could
     /// not give up its index (a later index was already used): forwarded as it is.
     HostedOutputIndex,
@@ -39,13 +46,14 @@ pub enum Rule {
 }
 
 impl Rule {
-    pub const ALL: [Rule; 10] = [
+    pub const ALL: [Rule; 11] = [
         Rule::ResponseId,
         Rule::ItemIndex,
         Rule::ItemIdRepeated,
         Rule::ItemDoneNotAdded,
         Rule::ItemChanged,
         Rule::UnknownItem,
+        Rule::ListingIncomplete,
         Rule::HostedOutputIndex,
         Rule::SequenceRestart,
         Rule::CallDoneNotAdded,
@@ -61,6 +69,7 @@ impl Rule {
             Rule::ItemDoneNotAdded => "item_done_not_added",
             Rule::ItemChanged => "item_changed",
             Rule::UnknownItem => "unknown_item",
+            Rule::ListingIncomplete => "listing_incomplete",
             Rule::HostedOutputIndex => "hosted_output_index",
             Rule::SequenceRestart => "sequence_restart",
             Rule::CallDoneNotAdded => "call_done_not_added",
@@ -79,6 +88,7 @@ impl Rule {
                 | Rule::ItemDoneNotAdded
                 | Rule::ItemChanged
                 | Rule::UnknownItem
+                | Rule::ListingIncomplete
         )
     }
 }
@@ -90,6 +100,11 @@ pub struct Violations([u64; Rule::ALL.len()]);
 impl Violations {
     pub fn count(&mut self, rule: Rule) {
         self.0[rule as usize] += 1;
+    }
+
+    /// Counts `rule` broken `n` more times.
+    pub fn add(&mut self, rule: Rule, n: u64) {
+        self.0[rule as usize] += n;
     }
 
     pub fn get(&self, rule: Rule) -> u64 {
