@@ -159,12 +159,17 @@ fn second_turn(item: &Value, reference: bool) -> Vec<u8> {
 
 /// The `input` the gateway got, as JSON texts of its items.
 async fn received_input(gateway: &mut Gateway) -> Vec<Value> {
+    let body = received_body(gateway).await;
+    body["input"].as_array().cloned().unwrap_or_default()
+}
+
+/// The body of the next request the gateway got.
+async fn received_body(gateway: &mut Gateway) -> Value {
     let request = tokio::time::timeout(WAIT, gateway.requests.recv())
         .await
         .expect("a request in time")
         .expect("recorded");
-    let body: Value = serde_json::from_slice(&request.body).expect("JSON body");
-    body["input"].as_array().cloned().unwrap_or_default()
+    serde_json::from_slice(&request.body).expect("JSON body")
 }
 
 fn the_gateways_pair() -> Vec<Value> {
@@ -276,16 +281,13 @@ async fn a_mended_response_id_maps_back_to_the_gateways_own() {
     for (proxy, from) in next_turns {
         let (status, _) = post_json(proxy, turn("", Some("a1_r"))).await;
         assert_eq!(status, 200);
-        let request = tokio::time::timeout(WAIT, gateway.requests.recv()).await;
-        let request = request.expect("in time").expect("recorded");
-        let body: Value = serde_json::from_slice(&request.body).expect("JSON");
+        let body = received_body(&mut gateway).await;
         assert_eq!(body["previous_response_id"], "a1_r_final", "from {from}");
     }
     // An id no response had is left as it is.
     let (status, _) = post_json(a, turn("", Some("r_other"))).await;
     assert_eq!(status, 200);
-    let request = gateway.requests.recv().await.expect("recorded");
-    let body: Value = serde_json::from_slice(&request.body).expect("JSON");
+    let body = received_body(&mut gateway).await;
     assert_eq!(body["previous_response_id"], "r_other");
 }
 

@@ -436,25 +436,7 @@ impl Rewriter {
             self.hosted.reset();
             self.items.reset();
         }
-        let violations = &mut self.stats.violations;
-        match (&reading.output_index, reading.item_head) {
-            (Some(index), Some(item)) => self.items.item(index.value, item, violations),
-            (Some(index), None) => self.items.named(index.value, violations),
-            (None, _) => {}
-        }
-        // Only where the `event:` line, if any, says the same kind of event: an event whose
-        // line says otherwise is not always read.
-        let line = event.event_type();
-        let changed_id = match reading.response_id {
-            _ if reading.starts_response => {
-                if line.is_none_or(|t| t == b"response.created") {
-                    self.response_id = reading.response_id.map(|id| id.value.into_owned());
-                }
-                None
-            }
-            Some(id) if line.is_none_or(responses::lists_output) => self.mend_response_id(id),
-            _ => None,
-        };
+        let changed_id = self.follow_rules(event, &reading);
         let upstream = Upstream {
             sequence_number: reading.sequence_number,
             output_index: reading.output_index,
@@ -529,21 +511,42 @@ impl Rewriter {
         }
     }
 
-    /// An event of the current response that carries an id other than `response.created`'s
-    /// (LiteLLM's terminal event does): the span to put the created id back in. The gateway's id
-    /// is observed, so the next turn's `previous_response_id` can be mapped back to it.
-    fn mend_response_id(&mut self, id: responses::ResponseId<'_>) -> Option<Range<usize>> {
-        let shown = self.response_id.as_ref()?;
-        if *shown == id.value {
+    /// Counts the item rules an upstream event breaks and follows the response's id; returns
+    /// where the event's `response.id` must be mended ([`Rule::ResponseId`]). Only where the
+    /// `event:` line, if any, says the same kind of event: an event whose line says otherwise
+    /// is not always read.
+    fn follow_rules(
+        &mut self,
+        event: &Event,
+        reading: &responses::Reading<'_>,
+    ) -> Option<Range<usize>> {
+        let violations = &mut self.stats.violations;
+        match (&reading.output_index, reading.item_head) {
+            (Some(index), Some(item)) => self.items.item(index.value, item, violations),
+            (Some(index), None) => self.items.named(index.value, violations),
+            (None, _) => {}
+        }
+        let line = event.event_type();
+        let id = reading.response_id.as_ref();
+        if reading.starts_response {
+            if line.is_none_or(|t| t == b"response.created") {
+                self.response_id = id.map(|id| id.value.to_string());
+            }
             return None;
         }
+        let (id, shown) = (id?, self.response_id.as_ref()?);
+        if !line.is_none_or(responses::lists_output) || *shown == id.value {
+            return None;
+        }
+        // The gateway's id is observed, so the next turn's `previous_response_id` can be
+        // mapped back to it.
         self.stats.violations.count(Rule::ResponseId);
         let observation = Observation::ResponseId {
             shown: shown.clone(),
-            upstream: id.value.into_owned(),
+            upstream: id.value.to_string(),
         };
         self.observe(observation);
-        Some(id.span)
+        Some(id.span.clone())
     }
 
     /// Profile `hosted`, before a signal is tracked. Whether a call id is hosted is decided

@@ -76,21 +76,6 @@ impl Rule {
             Rule::CallItemIdRepeated => "call_item_id_repeated",
         }
     }
-
-    /// Whether a client reading the stream can notice it (the strict clients' rules); the
-    /// others are about what toolpulse tracks.
-    pub fn is_client_rule(self) -> bool {
-        matches!(
-            self,
-            Rule::ResponseId
-                | Rule::ItemIndex
-                | Rule::ItemIdRepeated
-                | Rule::ItemDoneNotAdded
-                | Rule::ItemChanged
-                | Rule::UnknownItem
-                | Rule::ListingIncomplete
-        )
-    }
 }
 
 /// How often each rule was broken in one stream.
@@ -99,7 +84,7 @@ pub struct Violations([u64; Rule::ALL.len()]);
 
 impl Violations {
     pub fn count(&mut self, rule: Rule) {
-        self.0[rule as usize] += 1;
+        self.add(rule, 1);
     }
 
     /// Counts `rule` broken `n` more times.
