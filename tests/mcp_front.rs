@@ -396,6 +396,90 @@ async fn the_gateways_own_token_gets_every_notification_and_meta_traceparent_win
     assert_eq!(progress_of(&seen, *binding), steps(2));
 }
 
+/// The attack of issue 26 (3): a stateless MCP server (no `Mcp-Session-Id`) and a gateway whose
+/// tokens restart per request (the official SDKs use the JSON-RPC id): two users' concurrent
+/// calls both carry `progressToken: 1`. Each call's progress is the one its own answer stream
+/// carried, never the other's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_stateless_calls_with_one_token_each_get_only_their_own_progress() {
+    let server = common::steps::start_stateless_mcp_server().await;
+    let hub = RecordingHub::new();
+    let (front, _) = start_front(config(server, None), hub.clone()).await;
+    let url = format!("http://{front}/srv");
+    let post = |label: &'static str| {
+        let url = url.clone();
+        async move {
+            let client = http_client();
+            let arguments = json!({"name": "steps", "_meta": {"progressToken": 1},
+                "arguments": {"n": 3, "delay_ms": 150, "label": label}});
+            let call =
+                json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": arguments});
+            let mut response = post_rpc(&client, &url, None, &[], call).await;
+            assert_eq!(response.status(), 200);
+            assert!(
+                response.headers().get("mcp-session-id").is_none(),
+                "stateless"
+            );
+            read_all(response.body_mut()).await
+        }
+    };
+    let (alice, bob) = tokio::join!(post("ALICE-"), post("BOB-"));
+    for (body, label) in [(&alice, "ALICE-"), (&bob, "BOB-")] {
+        let text = String::from_utf8_lossy(body);
+        assert_eq!(text.matches("notifications/progress").count(), 3, "{text}");
+        assert!(text.contains("did 3 steps"), "{text}");
+        assert!(
+            !text.contains(if label == "BOB-" { "ALICE-" } else { "BOB-" }),
+            "{text}"
+        );
+    }
+
+    let seen = hub.releases(2).await;
+    let binding_of = |label: &str| {
+        seen.iter()
+            .find_map(|s| match s {
+                Seen::Bind(b, call) if call.arguments["label"] == label => Some(*b),
+                _ => None,
+            })
+            .expect("bound")
+    };
+    for label in ["ALICE-", "BOB-"] {
+        let messages: Vec<_> = progress_of(&seen, binding_of(label))
+            .into_iter()
+            .map(|p| p.message.unwrap_or_default())
+            .collect();
+        let want: Vec<_> = (1..=3).map(|k| format!("{label}step {k}/3")).collect();
+        assert_eq!(
+            messages, want,
+            "{label}'s progress, and only theirs: {seen:?}"
+        );
+    }
+}
+
+/// Issue 26 (11): a gateway's own token that happens to look like toolpulse's (`tp-` and 32
+/// hex digits) is the gateway's: its notifications reach the gateway.
+#[tokio::test]
+async fn a_gateway_token_shaped_like_toolpulses_reaches_the_gateway() {
+    let server = common::steps::start_mcp_server().await;
+    let hub = RecordingHub::new();
+    let (front, _) = start_front(config(server, None), hub.clone()).await;
+    let client = http_client();
+    let url = format!("http://{front}/srv");
+    let session = initialize(&client, &url).await;
+    let token = format!("tp-{}", "0123456789abcdef".repeat(2));
+    let meta = json!({"progressToken": token});
+    let call = call_steps(3, 2, Some(meta));
+    let mut response = post_rpc(&client, &url, Some(&session), &[], call).await;
+    let body = read_all(response.body_mut()).await;
+    let text = String::from_utf8_lossy(&body);
+    assert_eq!(text.matches(token.as_str()).count(), 2, "{text}");
+    let seen = hub.releases(1).await;
+    let Seen::Bind(binding, _) = &seen[0] else {
+        panic!("bind first: {seen:?}")
+    };
+    assert_eq!(progress_of(&seen, *binding), steps(2));
+}
+
 /// The SDK's client, through the front, always sends its own token: it gets every notification
 /// and the same result as without the front.
 #[tokio::test]

@@ -1,6 +1,7 @@
 //! A real MCP server (the official Rust SDK, `rmcp`, over Streamable HTTP on a loopback port):
-//! tool `steps` reports "step k/n", `delay_ms` apart (default 0), when the call carries a
-//! progress token, and answers "did n steps".
+//! tool `steps` reports "step k/n" (after its `label` argument, if any), `delay_ms` apart
+//! (default 0), when the call carries a progress token, and answers "did n steps". Stateful
+//! (sessions) or stateless (no `Mcp-Session-Id`, each POST on its own).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -34,12 +35,14 @@ impl ServerHandler for Steps {
             value.and_then(Value::as_u64).unwrap_or(0)
         };
         let (n, delay) = (arg("n").max(1), Duration::from_millis(arg("delay_ms")));
+        let label = request.arguments.as_ref().and_then(|a| a.get("label"));
+        let label = label.and_then(Value::as_str).unwrap_or("").to_string();
         if let Some(token) = context.meta.get_progress_token() {
             for k in 1..=n {
                 tokio::time::sleep(delay).await;
                 let step = ProgressNotificationParam::new(token.clone(), k as f64)
                     .with_total(n as f64)
-                    .with_message(format!("step {k}/{n}"));
+                    .with_message(format!("{label}step {k}/{n}"));
                 let _ = context.peer.notify_progress(step).await;
             }
         }
@@ -49,7 +52,20 @@ impl ServerHandler for Steps {
 }
 
 pub async fn start_mcp_server() -> SocketAddr {
-    let config = StreamableHttpServerConfig::default().with_sse_keep_alive(None);
+    serve(StreamableHttpServerConfig::default().with_sse_keep_alive(None)).await
+}
+
+/// A stateless server: no sessions, so a gateway's progress tokens are unique per request at
+/// best (the official SDKs use the JSON-RPC id).
+#[allow(dead_code)] // not every test binary that has `common` uses it
+pub async fn start_stateless_mcp_server() -> SocketAddr {
+    let config = StreamableHttpServerConfig::default()
+        .with_sse_keep_alive(None)
+        .with_legacy_session_mode(false);
+    serve(config).await
+}
+
+async fn serve(config: StreamableHttpServerConfig) -> SocketAddr {
     let service: StreamableHttpService<Steps, LocalSessionManager> =
         StreamableHttpService::new(|| Ok(Steps), Arc::default(), config);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
