@@ -1,7 +1,8 @@
 //! The admin listener, on its own address so no gateway path is shadowed: `/healthz` (the
 //! process is alive), `/readyz` (503 while starting or draining), `/metrics` (Prometheus text).
+//! At most `[admin] max_connections` connections (more are answered 503 and closed), under what
+//! every listener bounds ([`crate::listen`]).
 
-use std::convert::Infallible;
 use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -10,13 +11,13 @@ use bytes::Bytes;
 use http::{Method, Request, Response, StatusCode, header};
 use http_body_util::Full;
 use hyper::body::Incoming;
-use hyper::service::service_fn;
-use hyper_util::rt::{TokioExecutor, TokioIo};
-use hyper_util::server::conn::auto;
 use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
 
+use crate::config::ClientLimits;
+use crate::listen::{self, Shutdown};
 use crate::metrics::Metrics;
-use crate::proxy::server::accept;
+use crate::proxy::server::{accept, reject};
 
 /// What the admin endpoints report.
 pub struct Admin {
@@ -71,25 +72,40 @@ impl Admin {
     }
 }
 
-/// Serves the admin endpoints until `shutdown` completes.
-pub async fn serve(listener: TcpListener, admin: Arc<Admin>, shutdown: impl Future<Output = ()>) {
-    let builder = auto::Builder::new(TokioExecutor::new());
+/// Serves the admin endpoints until `shutdown` completes, at most `max_connections` at once.
+pub async fn serve(
+    listener: TcpListener,
+    admin: Arc<Admin>,
+    limits: ClientLimits,
+    max_connections: usize,
+    shutdown: impl Future<Output = ()>,
+) {
+    let limits = Arc::new(limits);
+    let builder = listen::builder(&limits, None);
+    let limit = Arc::new(Semaphore::new(max_connections));
+    let connections = Shutdown::default();
     tokio::pin!(shutdown);
     loop {
         let (stream, _) = tokio::select! {
             accepted = accept(&listener, "admin") => accepted,
             () = &mut shutdown => return,
         };
-        let admin = admin.clone();
-        let builder = builder.clone();
+        let Ok(permit) = limit.clone().try_acquire_owned() else {
+            admin.metrics.admin_connections_rejected.inc();
+            tokio::spawn(reject(stream));
+            continue;
+        };
+        let (admin, builder, limits) = (admin.clone(), builder.clone(), limits.clone());
+        let watch = connections.clone();
         tokio::spawn(async move {
-            let service = service_fn(move |request| {
-                let response = admin.answer(&request);
-                async move { Ok::<_, Infallible>(response) }
-            });
-            let _ = builder
-                .serve_connection(TokioIo::new(stream), service)
-                .await;
+            let metrics = admin.metrics.clone();
+            let handle =
+                move |request: Request<Incoming>| std::future::ready(admin.answer(&request));
+            let (closed, _) = listen::serve(&builder, stream, &watch, &limits, handle).await;
+            if let Some(closed) = closed {
+                metrics.connection_closed("admin", closed.as_str());
+            }
+            drop(permit);
         });
     }
 }

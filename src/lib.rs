@@ -23,6 +23,7 @@ pub mod dialect;
 pub mod hosted;
 pub mod invariants;
 pub mod lifecycle;
+pub mod listen;
 pub mod mcp;
 pub mod metrics;
 pub mod profiles;

@@ -101,6 +101,19 @@ pub struct Metrics {
     pub hosted_pairs_stored: Counter,
     /// Upstream events that broke a stream rule toolpulse had to work around, by rule.
     pub upstream_violations: Family<Rule, Counter>,
+    /// Request bodies not forwarded, by listener and reason (timeout, budget, unreadable).
+    pub request_bodies_refused: Family<ListenerReason, Counter>,
+    /// Client connections toolpulse closed, by listener and reason (no_request, idle).
+    pub client_connections_closed: Family<ListenerReason, Counter>,
+    /// Admin listener connections answered 503 because `[admin] max_connections` were open.
+    pub admin_connections_rejected: Counter,
+}
+
+/// A listener (proxy, mcp, admin) and why toolpulse refused or closed something of it.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ListenerReason {
+    pub listener: &'static str,
+    pub reason: &'static str,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -142,6 +155,9 @@ impl Metrics {
             hosted_mappings: Family::default(),
             hosted_pairs_stored: Counter::default(),
             upstream_violations: Family::default(),
+            request_bodies_refused: Family::default(),
+            client_connections_closed: Family::default(),
+            admin_connections_rejected: Counter::default(),
         };
         let r = &mut m.registry;
         r.register(
@@ -203,6 +219,23 @@ impl Metrics {
             "connections_rejected",
             "Client connections answered 503 because max_connections were open",
             m.connections_rejected.clone(),
+        );
+        r.register(
+            "request_bodies_refused",
+            "Request bodies not forwarded, by listener and reason (timeout: slower than \
+             [clients] body_timeout_ms; budget: over body_buffer_bytes; unreadable)",
+            m.request_bodies_refused.clone(),
+        );
+        r.register(
+            "client_connections_closed",
+            "Client connections toolpulse closed, by listener and reason (no_request: no \
+             request head within head_timeout_ms of the accept; idle: idle_timeout_ms)",
+            m.client_connections_closed.clone(),
+        );
+        r.register(
+            "admin_connections_rejected",
+            "Admin listener connections answered 503 because [admin] max_connections were open",
+            m.admin_connections_rejected.clone(),
         );
         r.register(
             "config_reloads",
@@ -304,6 +337,16 @@ impl Metrics {
         };
         let label = SourceOutcome { source, outcome };
         self.progress.get_or_create(&label).inc();
+    }
+
+    pub fn request_body_refused(&self, listener: &'static str, reason: &'static str) {
+        let label = ListenerReason { listener, reason };
+        self.request_bodies_refused.get_or_create(&label).inc();
+    }
+
+    pub fn connection_closed(&self, listener: &'static str, reason: &'static str) {
+        let label = ListenerReason { listener, reason };
+        self.client_connections_closed.get_or_create(&label).inc();
     }
 
     pub fn upstream_error(&self, cause: &'static str) {

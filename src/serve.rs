@@ -76,6 +76,7 @@ pub async fn run(
     let admin_addr = admin_listener.local_addr()?;
     let front = match hub {
         Some((_, hub)) => Front::new(&config, hub, proxy.metrics().clone())?
+            .map(|front| front.with_body_budget(proxy.body_budget().clone()))
             .map(|front| match &telemetry {
                 Some(telemetry) => front.with_telemetry(telemetry.clone()),
                 None => front,
@@ -95,6 +96,8 @@ pub async fn run(
     tokio::spawn(admin::serve(
         admin_listener,
         admin.clone(),
+        config.clients.clone(),
+        config.admin.max_connections,
         std::future::pending(),
     ));
 

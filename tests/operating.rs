@@ -50,6 +50,8 @@ async fn metrics_after_a_tool_stream() {
     tokio::spawn(admin::serve(
         listener,
         admin.clone(),
+        Default::default(),
+        16,
         std::future::pending(),
     ));
 

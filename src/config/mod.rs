@@ -16,12 +16,14 @@ use crate::lifecycle::{Classifier, FailureRules};
 use crate::profiles::Profile;
 use crate::sanitize::Sanitizer;
 pub use bus::{BusConfig, REDIS_URL_ENV, RedisUrl};
+pub use clients::ClientLimits;
 pub use hosted::{HOSTED_KEY_ENV, HostedConfig};
 pub use mcp::{BearerToken, McpConfig, McpServer, PROGRESS_TOKEN_ENV, ProgressConfig};
 use raw::*;
 pub use telemetry::TelemetryConfig;
 
 pub mod bus;
+pub mod clients;
 pub mod hosted;
 pub mod mcp;
 mod raw;
@@ -43,6 +45,7 @@ pub const DEFAULT_MAX_HEADER_BYTES: usize = 64 * 1024;
 /// hyper's HTTP/1 read buffer cannot be smaller.
 pub const MIN_MAX_HEADER_BYTES: usize = 8192;
 pub const DEFAULT_ADMIN_LISTEN: &str = "127.0.0.1:9464";
+pub const DEFAULT_ADMIN_MAX_CONNECTIONS: usize = 16;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -132,6 +135,8 @@ pub struct Config {
     pub telemetry: TelemetryConfig,
     /// `[hosted]`: ids and the next-turn store of profile `hosted`.
     pub hosted: HostedConfig,
+    /// `[clients]`: timeouts and caps of every client connection.
+    pub clients: ClientLimits,
 }
 
 /// The `[events]` section: which profiles render lifecycle events.
@@ -170,6 +175,8 @@ pub struct ToolTemplates {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AdminConfig {
     pub listen: SocketAddr,
+    /// Connections served at once (scrapers and probes need a few); more are answered 503.
+    pub max_connections: usize,
 }
 
 impl Default for AdminConfig {
@@ -178,6 +185,7 @@ impl Default for AdminConfig {
             listen: DEFAULT_ADMIN_LISTEN
                 .parse()
                 .expect("a valid default address"),
+            max_connections: DEFAULT_ADMIN_MAX_CONNECTIONS,
         }
     }
 }
@@ -284,6 +292,7 @@ impl Default for Config {
             progress: ProgressConfig::default(),
             telemetry: TelemetryConfig::default(),
             hosted: HostedConfig::default(),
+            clients: ClientLimits::default(),
         }
     }
 }
@@ -327,6 +336,7 @@ impl Config {
         progress.bus = mcp::bus(&raw.progress, redis_url.as_deref(), &invalid)?;
         let telemetry = telemetry::telemetry(&raw.telemetry, env, &invalid)?;
         let hosted = hosted::hosted(&raw.hosted, env(HOSTED_KEY_ENV).as_deref(), &invalid)?;
+        let clients = clients::clients(&raw.clients, &invalid)?;
 
         let mut rules = Vec::new();
         for (i, tool) in raw.tools.iter().enumerate() {
@@ -452,6 +462,12 @@ impl Config {
             let message = format!("not an address like 127.0.0.1:9464: {e}");
             invalid("admin.listen".into(), raw.admin.listen.span(), message)
         })?;
+        let admin_max_connections = *raw.admin.max_connections.get_ref();
+        if admin_max_connections == 0 {
+            let message = "must be at least 1".to_string();
+            let span = raw.admin.max_connections.span();
+            return Err(invalid("admin.max_connections".into(), span, message));
+        }
         let proxy = ProxyConfig {
             drain_timeout: Duration::from_millis(raw_proxy.drain_timeout_ms),
             max_connections: raw_proxy.max_connections.into_inner(),
@@ -465,6 +481,7 @@ impl Config {
         };
 
         Ok(Config {
+            clients,
             telemetry,
             hosted,
             events,
@@ -475,6 +492,7 @@ impl Config {
             proxy,
             admin: AdminConfig {
                 listen: admin_listen,
+                max_connections: admin_max_connections,
             },
             classifier,
             failure,

@@ -25,6 +25,7 @@ pub(super) struct RawConfig {
     pub(super) progress: super::mcp::RawProgress,
     pub(super) telemetry: super::telemetry::RawTelemetry,
     pub(super) hosted: super::hosted::RawHosted,
+    pub(super) clients: super::clients::RawClients,
 }
 
 #[derive(Deserialize)]
@@ -68,12 +69,14 @@ impl Default for RawSanitize {
 #[serde(deny_unknown_fields, default)]
 pub(super) struct RawAdmin {
     pub(super) listen: Spanned<String>,
+    pub(super) max_connections: Spanned<usize>,
 }
 
 impl Default for RawAdmin {
     fn default() -> Self {
         RawAdmin {
             listen: Spanned::new(0..0, DEFAULT_ADMIN_LISTEN.to_string()),
+            max_connections: Spanned::new(0..0, DEFAULT_ADMIN_MAX_CONNECTIONS),
         }
     }
 }

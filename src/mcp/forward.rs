@@ -23,8 +23,9 @@ use super::log::McpLog;
 use super::reply;
 use crate::config::McpServer;
 use crate::progress::TraceId;
+use crate::proxy::budget::{self, Paced, ReadError};
 use crate::proxy::headers;
-use crate::proxy::request_body::{self, RequestBody, Rest};
+use crate::proxy::request_body::{self, RequestBody};
 use crate::telemetry::mcp::McpRequest;
 
 /// The largest POST body read to find `tools/call` requests; a larger one is forwarded as it
@@ -45,22 +46,17 @@ pub async fn forward(
     let header_trace = text("traceparent").and_then(TraceId::from_traceparent);
     let mut calls = front.calls(&server.name, session);
     let mut first_call = None;
-    let body = if head.method == Method::POST {
+    let body = if head.method == Method::POST && request_body::may_be_json(&head) {
         match read_calls(front, server, &mut head, body, &mut calls, header_trace).await {
             Ok((body, rpc, first)) => {
                 log.rpc = rpc;
                 first_call = first;
                 body
             }
-            Err(error) => {
-                log.status = 400;
-                log.outcome = "client_gone";
-                let message = format!("could not read the request body: {error}");
-                return reply::error(StatusCode::BAD_REQUEST, "unreadable_body", &message, None);
-            }
+            Err(error) => return refuse_body(front, &error, log),
         }
     } else {
-        RequestBody::Streamed(body)
+        RequestBody::Streamed(Paced::new(body, front.clients.body_timeout))
     };
     log.calls = calls.len();
     if let Some(telemetry) = &front.telemetry {
@@ -126,6 +122,28 @@ pub async fn forward(
     Response::from_parts(head, McpBody::forwarded(body, answer, calls, ending, log))
 }
 
+/// The answer to a POST body that is not forwarded: 400 (unreadable), 408 (too slow), 503 (over
+/// the body budget).
+fn refuse_body(front: &Front, error: &ReadError, mut log: McpLog) -> Response<McpBody> {
+    let (status, code, outcome) = match error {
+        ReadError::Client(_) => (StatusCode::BAD_REQUEST, "unreadable_body", "client_gone"),
+        ReadError::Timeout(_) => (
+            StatusCode::REQUEST_TIMEOUT,
+            "request_body_timeout",
+            "body_timeout",
+        ),
+        ReadError::OverBudget => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "request_bodies_over_budget",
+            "over_budget",
+        ),
+    };
+    front.metrics.request_body_refused("mcp", error.reason());
+    log.status = status.as_u16();
+    log.outcome = outcome;
+    reply::error(status, code, &error.to_string(), None)
+}
+
 /// The first `tools/call` of a body: its tool and `params._meta.traceparent` (for its span).
 type FirstCall = Option<(String, Option<String>)>;
 
@@ -139,15 +157,15 @@ async fn read_calls(
     body: Incoming,
     calls: &mut Calls,
     header_trace: Option<TraceId>,
-) -> Result<(RequestBody, Vec<String>, FirstCall), hyper::Error> {
-    let (frames, rest) = request_body::read_up_to(body, MAX_CALL_BODY_BYTES).await?;
-    let whole = match rest {
-        None => request_body::whole(&frames),
+) -> Result<(RequestBody, Vec<String>, FirstCall), ReadError> {
+    let timeout = front.clients.body_timeout;
+    let read = budget::read_up_to(body, MAX_CALL_BODY_BYTES, &front.body_budget, timeout).await?;
+    let whole = match read.rest {
+        None => request_body::whole(&read.frames),
         Some(_) => None,
     };
     let Some(whole) = whole else {
-        let rest = rest.map(Rest::unscanned);
-        return Ok((RequestBody::Read { frames, rest }, Vec::new(), None));
+        return Ok((RequestBody::read(read), Vec::new(), None));
     };
     let max_calls = MAX_CALLS_PER_REQUEST.min(front.registry.room());
     let prepared = jsonrpc::prepare(&whole, max_calls, super::token::new);
@@ -159,19 +177,13 @@ async fn read_calls(
         let function_name = server.function_name(&call.tool);
         calls.bind(call, function_name, header_trace);
     }
-    let frames = match prepared.body {
-        Some(changed) => {
-            let length = HeaderValue::from(changed.len());
-            head.headers.insert(header::CONTENT_LENGTH, length);
-            VecDeque::from([Frame::data(Bytes::from(changed))])
-        }
-        None => frames,
-    };
-    Ok((
-        RequestBody::Read { frames, rest: None },
-        prepared.methods,
-        first,
-    ))
+    let mut read = read;
+    if let Some(changed) = prepared.body {
+        let length = HeaderValue::from(changed.len());
+        head.headers.insert(header::CONTENT_LENGTH, length);
+        read.frames = VecDeque::from([Frame::data(Bytes::from(changed))]);
+    }
+    Ok((RequestBody::read(read), prepared.methods, first))
 }
 
 /// The server's endpoint with the request's query, if any.

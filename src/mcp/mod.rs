@@ -29,9 +29,10 @@ use http::{Request, Response, StatusCode};
 use hyper::body::Incoming;
 use tokio_util::sync::CancellationToken;
 
-use crate::config::{BearerToken, Config, McpConfig};
+use crate::config::{BearerToken, ClientLimits, Config, McpConfig};
 use crate::metrics::Metrics;
 use crate::progress::ProgressHub;
+use crate::proxy::budget::BodyBudget;
 use crate::proxy::client;
 use crate::telemetry::Telemetry;
 use body::McpBody;
@@ -41,6 +42,9 @@ use log::McpLog;
 /// Shared state of the MCP listener.
 pub struct Front {
     config: McpConfig,
+    clients: ClientLimits,
+    /// Request bodies read whole, held at once (the proxy's, when they run together).
+    body_budget: BodyBudget,
     progress_token: Option<BearerToken>,
     client: client::Upstream,
     header_timeout: Duration,
@@ -68,6 +72,8 @@ impl Front {
         };
         Ok(Some(Front {
             config: mcp.clone(),
+            clients: config.clients.clone(),
+            body_budget: BodyBudget::new(config.clients.body_buffer_bytes),
             progress_token: config.progress.token.clone(),
             client: client::build(&config.proxy)?,
             header_timeout: config.proxy.header_timeout,
@@ -78,6 +84,12 @@ impl Front {
             end_streams: CancellationToken::new(),
             telemetry: None,
         }))
+    }
+
+    /// Holds the bodies it reads within `budget` (the proxy's: one budget per process).
+    pub fn with_body_budget(mut self, budget: BodyBudget) -> Self {
+        self.body_budget = budget;
+        self
     }
 
     /// Traces forwarded requests the gateway traced, as client spans.

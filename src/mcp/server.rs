@@ -1,38 +1,33 @@
 //! The MCP listener: accepts up to `[mcp] max_connections` connections (HTTP/1.1 and HTTP/2;
-//! more are answered 503 and closed), hands each request to
+//! more are answered 503 and closed) under what every listener bounds ([`crate::listen`]),
+//! hands each request to
 //! [`Front::handle`]; on shutdown it stops accepting, ends the GET streams at once (they only
 //! wait for server messages, and the gateway resumes them) and gives answers to calls the drain
 //! time before ending them too.
 
-use std::convert::Infallible;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use hyper::service::service_fn;
-use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
-use hyper_util::server::conn::auto;
-use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 
 use super::Front;
+use crate::listen::{self, Shutdown};
 use crate::proxy::server::{accept, reject};
 
-/// A client gets this long to send its request head (slowloris protection).
-const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
 /// After the drain time ended the answers, how long their last bytes may take to go out.
 const FLUSH_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The connections still open when the listener stopped accepting.
-pub struct Connections(GracefulShutdown);
+pub struct Connections(Shutdown);
 
 impl Connections {
     /// Waits up to `timeout` for the open answers to finish, then ends them. Returns whether
     /// all finished in time.
     pub async fn drain(self, timeout: Duration, front: &Front) -> bool {
         front.stop_streams.cancel();
-        let all_closed = self.0.shutdown();
+        let all_closed = self.0.drain();
         tokio::pin!(all_closed);
         if tokio::time::timeout(timeout, &mut all_closed).await.is_ok() {
             return true;
@@ -51,18 +46,15 @@ pub async fn serve(
     front: Arc<Front>,
     shutdown: impl Future<Output = ()>,
 ) -> Connections {
-    let mut builder = auto::Builder::new(TokioExecutor::new());
-    builder
-        .http1()
-        .timer(TokioTimer::new())
-        .header_read_timeout(HEADER_READ_TIMEOUT);
+    let limits = Arc::new(front.clients.clone());
+    let builder = listen::builder(&limits, None);
     let limit = Arc::new(Semaphore::new(front.config.max_connections));
-    let graceful = GracefulShutdown::new();
+    let connections = Shutdown::default();
     tokio::pin!(shutdown);
     loop {
         let (stream, peer) = tokio::select! {
             accepted = accept(&listener, "mcp") => accepted,
-            () = &mut shutdown => return Connections(graceful),
+            () = &mut shutdown => return Connections(connections),
         };
         if let Err(error) = stream.set_nodelay(true) {
             tracing::debug!(%error, "could not set TCP_NODELAY");
@@ -72,18 +64,20 @@ pub async fn serve(
             tokio::spawn(reject(stream));
             continue;
         };
-        let service_front = front.clone();
-        let service = service_fn(move |request| {
-            let front = service_front.clone();
-            async move { Ok::<_, Infallible>(front.handle(request, peer).await) }
-        });
-        let connection = builder
-            .serve_connection(TokioIo::new(stream), service)
-            .into_owned();
-        let connection = graceful.watch(connection);
-        tokio::spawn(async move {
-            if let Err(error) = connection.await {
+        let (front, builder, limits) = (front.clone(), builder.clone(), limits.clone());
+        let watch = connections.clone();
+        connections.spawn(async move {
+            let metrics = front.metrics.clone();
+            let handle = move |request| {
+                let front = front.clone();
+                async move { front.handle(request, peer).await }
+            };
+            let (closed, result) = listen::serve(&builder, stream, &watch, &limits, handle).await;
+            if let Err(error) = result {
                 tracing::debug!(%error, %peer, "MCP connection ended with an error");
+            }
+            if let Some(closed) = closed {
+                metrics.connection_closed("mcp", closed.as_str());
             }
             drop(permit);
         });

@@ -64,13 +64,22 @@ impl ProxyError {
 
 /// A request toolpulse itself refuses (a bad `x-toolpulse-profiles`), OpenAI-style.
 pub fn invalid_request(code: &str, message: &str) -> Response<ProxyBody> {
+    refused(StatusCode::BAD_REQUEST, code, message)
+}
+
+/// A request toolpulse itself refuses with `status`, OpenAI-style; a 503 says when to retry.
+pub fn refused(status: StatusCode, code: &str, message: &str) -> Response<ProxyBody> {
     let body = json!({
         "error": {"message": message, "type": "invalid_request_error", "code": code}
     });
     let mut response = Response::new(ProxyBody::full(Bytes::from(body.to_string())));
-    *response.status_mut() = StatusCode::BAD_REQUEST;
+    *response.status_mut() = status;
     let json = HeaderValue::from_static("application/json");
     response.headers_mut().insert(header::CONTENT_TYPE, json);
+    if status == StatusCode::SERVICE_UNAVAILABLE {
+        let retry = HeaderValue::from_static("1");
+        response.headers_mut().insert(header::RETRY_AFTER, retry);
+    }
     response
 }
 

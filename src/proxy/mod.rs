@@ -8,6 +8,7 @@
 //! the config it started with.
 
 pub mod body;
+pub mod budget;
 pub mod client;
 pub mod error;
 pub mod headers;
@@ -64,6 +65,8 @@ pub struct Proxy {
     store: Arc<Pairs>,
     /// Makes each stream's hosted item ids its own: a random start, one more per stream.
     nonces: AtomicU64,
+    /// Request bodies read whole, held at once (shared with the MCP front).
+    budget: budget::BodyBudget,
 }
 
 impl Proxy {
@@ -77,6 +80,7 @@ impl Proxy {
         let store = MemoryStore::new(hosted.max_entries, hosted.max_bytes, hosted.ttl);
         let mut seed = [0u8; 8];
         getrandom::fill(&mut seed)?;
+        let config_budget = config.clients.body_buffer_bytes;
         Ok(Proxy {
             store: Arc::new(Pairs::memory(store)),
             nonces: AtomicU64::new(u64::from_ne_bytes(seed)),
@@ -88,7 +92,13 @@ impl Proxy {
             end_streams: CancellationToken::new(),
             progress: None,
             telemetry: None,
+            budget: budget::BodyBudget::new(config_budget),
         })
+    }
+
+    /// The budget of request bodies read whole, for the MCP front to share.
+    pub fn body_budget(&self) -> &budget::BodyBudget {
+        &self.budget
     }
 
     /// Traces every request: a server span (continuing the client's trace), the gateway told
@@ -156,6 +166,9 @@ impl Proxy {
         if new.telemetry != current.telemetry {
             kept.push("[telemetry]");
         }
+        if new.clients != current.clients {
+            kept.push("[clients]");
+        }
         if !kept.is_empty() {
             let sections = kept.join(", ");
             tracing::warn!(
@@ -169,6 +182,7 @@ impl Proxy {
         new.progress.token = current.progress.token.clone();
         new.progress.bind_window = current.progress.bind_window;
         new.telemetry = current.telemetry.clone();
+        new.clients = current.clients.clone();
         *current = Arc::new(new);
         self.unconfigured.forget();
         self.metrics
@@ -244,11 +258,17 @@ impl Proxy {
             };
             (hub.clone(), trace_id)
         });
-        let prepared =
-            request_body::prepare(&mut head, body, &config, &self.store, &self.metrics).await;
-        let (body, facts) = match prepared {
+        let prepared = request_body::prepare(
+            &mut head,
+            body,
+            &config,
+            &self.store,
+            &self.metrics,
+            &self.budget,
+        );
+        let (body, facts) = match prepared.await {
             Ok(prepared) => prepared,
-            Err(e) => return refuse_body(&e, log),
+            Err(e) => return self.refuse_body(&e, log),
         };
         let refusal = facts.refusal.clone();
 
@@ -260,7 +280,7 @@ impl Proxy {
         let response = match tokio::time::timeout(timeout, pending).await {
             Ok(Ok(response)) => response,
             Ok(Err(_)) if refusal.is_set() => {
-                return refuse_body(&request_body::PrepareError::HostedPastLimit, log);
+                return self.refuse_body(&request_body::PrepareError::HostedPastLimit, log);
             }
             Ok(Err(e)) => {
                 let kind = match e {
@@ -409,15 +429,30 @@ impl Proxy {
 
 use upstream::error_chain;
 
-/// A 400 for a request body that is not forwarded.
-fn refuse_body(error: &request_body::PrepareError, mut log: RequestLog) -> Response<ProxyBody> {
-    let code = match error {
-        request_body::PrepareError::Read(_) => "unreadable_body",
-        request_body::PrepareError::HostedPastLimit => "hosted_items_past_read_limit",
-    };
-    tracing::info!(code, "request body refused");
-    log.status = 400;
-    log.response = "invalid_request";
-    let response = error::invalid_request(code, &error.to_string());
-    response.map(|body| body.with_log(log))
+impl Proxy {
+    /// The answer to a request body that is not forwarded: 400 (unreadable, or hosted items
+    /// past the read limit), 408 (too slow), 503 (over the body budget).
+    fn refuse_body(
+        &self,
+        error: &request_body::PrepareError,
+        mut log: RequestLog,
+    ) -> Response<ProxyBody> {
+        use budget::ReadError;
+        use request_body::PrepareError;
+        let (status, code) = match error {
+            PrepareError::Read(ReadError::Client(_)) => (400, "unreadable_body"),
+            PrepareError::Read(ReadError::Timeout(_)) => (408, "request_body_timeout"),
+            PrepareError::Read(ReadError::OverBudget) => (503, "request_bodies_over_budget"),
+            PrepareError::HostedPastLimit => (400, "hosted_items_past_read_limit"),
+        };
+        if let PrepareError::Read(read) = error {
+            self.metrics.request_body_refused("proxy", read.reason());
+        }
+        tracing::info!(code, "request body refused");
+        log.status = status;
+        log.response = "invalid_request";
+        let status = http::StatusCode::from_u16(status).expect("a valid status");
+        let response = error::refused(status, code, &error.to_string());
+        response.map(|body| body.with_log(log))
+    }
 }

@@ -7,7 +7,9 @@
 //! scanned for hosted ids this deployment signed ([`SignedIdScan`]): the gateway never made
 //! those items, so a body holding one is refused, before anything is sent when the id is in the
 //! part read first, else by breaking off the body on its way (the client then gets a 400
-//! saying so, [`Refusal`]). The MCP front reads `tools/call` bodies the same way ([`read_up_to`]).
+//! saying so, [`Refusal`]). The MCP front reads `tools/call` bodies the same way. Bodies read
+//! are held within a budget and a deadline, and streamed ones may pause only so long
+//! ([`super::budget`]).
 
 use std::collections::VecDeque;
 use std::pin::Pin;
@@ -19,9 +21,10 @@ use bytes::{Bytes, BytesMut};
 use http::request::Parts;
 use http::{HeaderValue, Method, header};
 use http_body::{Body, Frame, SizeHint};
-use http_body_util::BodyExt;
 use hyper::body::Incoming;
+use tokio::sync::OwnedSemaphorePermit;
 
+use super::budget::{self, BodyBudget, Paced, ReadError};
 use crate::config::Config;
 use crate::dialect::request::{declared_functions, previous_response_id, set_previous_response_id};
 use crate::hosted::request::{map_input, signed_ids};
@@ -34,23 +37,36 @@ pub const MAX_READ_BODY_BYTES: usize = 4 << 20;
 
 /// A request body for the upstream: streamed, or (partly) read first.
 pub enum RequestBody {
-    Streamed(Incoming),
+    Streamed(Paced),
     Read {
         frames: VecDeque<Frame<Bytes>>,
+        /// The part of the body budget the frames hold, given back once they are sent.
+        held: Option<OwnedSemaphorePermit>,
         rest: Option<Rest>,
     },
 }
 
+impl RequestBody {
+    /// A body read by [`budget::read_up_to`], its rest (if any) forwarded unscanned.
+    pub fn read(read: budget::Read) -> Self {
+        RequestBody::Read {
+            frames: read.frames,
+            held: read.held,
+            rest: read.rest.map(Rest::unscanned),
+        }
+    }
+}
+
 /// The unread rest of a body over the read limit, scanned as it streams.
 pub struct Rest {
-    body: Incoming,
+    body: Paced,
     scan: Option<SignedIdScan>,
     refused: Refusal,
 }
 
 impl Rest {
     /// A rest forwarded as it is, not scanned (the MCP front's bodies).
-    pub fn unscanned(body: Incoming) -> Rest {
+    pub fn unscanned(body: Paced) -> Rest {
         Rest {
             body,
             scan: None,
@@ -73,8 +89,8 @@ impl Refusal {
 /// Why a body is not forwarded.
 #[derive(Debug, thiserror::Error)]
 pub enum PrepareError {
-    #[error("could not read the request body: {0}")]
-    Read(#[from] hyper::Error),
+    #[error("{0}")]
+    Read(#[from] ReadError),
     #[error("{}", HOSTED_PAST_LIMIT)]
     HostedPastLimit,
 }
@@ -85,9 +101,24 @@ pub const HOSTED_PAST_LIMIT: &str = "the request body is larger than toolpulse r
      items, or references to them), which it cannot map back to the gateway's items in such a \
      body: send the large parts (files, images) by reference, or fewer turns of history";
 
-/// Whether the request's body is read for companions.
+/// Whether the request's body is read for companions: a `POST …/responses` whose body may be
+/// JSON.
 pub fn is_responses_create(head: &Parts) -> bool {
-    head.method == Method::POST && head.uri.path().ends_with("/responses")
+    head.method == Method::POST && head.uri.path().ends_with("/responses") && may_be_json(head)
+}
+
+/// Whether a body may be JSON: labelled so, or not labelled, or labelled as `curl -d` does by
+/// default (`application/x-www-form-urlencoded`, which people sending JSON leave by accident).
+/// Any other type (multipart uploads, octet streams) is streamed, never read.
+pub fn may_be_json(head: &Parts) -> bool {
+    let Some(value) = head.headers.get(header::CONTENT_TYPE) else {
+        return true;
+    };
+    let value = String::from_utf8_lossy(value.as_bytes()).to_ascii_lowercase();
+    let media = value.split(';').next().unwrap_or("").trim();
+    media.ends_with("json")
+        || media.ends_with("+json")
+        || media == "application/x-www-form-urlencoded"
 }
 
 /// What the proxy learned from a request body.
@@ -108,13 +139,16 @@ pub async fn prepare(
     config: &Config,
     store: &Pairs,
     metrics: &Metrics,
+    budget: &BodyBudget,
 ) -> Result<(RequestBody, RequestFacts), PrepareError> {
     let mut facts = RequestFacts::default();
+    let timeout = config.clients.body_timeout;
     if !is_responses_create(head) {
-        return Ok((RequestBody::Streamed(body), facts));
+        return Ok((RequestBody::Streamed(Paced::new(body, timeout)), facts));
     }
-    let (mut frames, rest) = read_up_to(body, MAX_READ_BODY_BYTES).await?;
-    if let Some(body) = rest {
+    let read = budget::read_up_to(body, MAX_READ_BODY_BYTES, budget, timeout).await?;
+    let (mut frames, held) = (read.frames, read.held);
+    if let Some(body) = read.rest {
         let mut scan = SignedIdScan::new(config.hosted.key.clone());
         let mut read = frames.iter().filter_map(Frame::data_ref);
         if read.any(|data| scan.feed(data)) {
@@ -131,7 +165,7 @@ pub async fn prepare(
             refused,
         };
         let rest = Some(rest);
-        return Ok((RequestBody::Read { frames, rest }, facts));
+        return Ok((RequestBody::Read { frames, held, rest }, facts));
     }
     if let Some(whole) = whole(&frames) {
         facts.client_functions = declared_functions(&whole);
@@ -166,26 +200,8 @@ pub async fn prepare(
             frames = VecDeque::from([Frame::data(Bytes::from(body))]);
         }
     }
-    Ok((RequestBody::Read { frames, rest: None }, facts))
-}
-
-/// Reads `body` to its end, or until more than `limit` bytes were read: then the unread rest
-/// comes back too.
-pub async fn read_up_to(
-    mut body: Incoming,
-    limit: usize,
-) -> Result<(VecDeque<Frame<Bytes>>, Option<Incoming>), hyper::Error> {
-    let mut frames = VecDeque::new();
-    let mut read = 0;
-    while let Some(frame) = body.frame().await {
-        let frame = frame?;
-        read += frame.data_ref().map_or(0, Bytes::len);
-        frames.push_back(frame);
-        if read > limit {
-            return Ok((frames, Some(body)));
-        }
-    }
-    Ok((frames, None))
+    let rest = None;
+    Ok((RequestBody::Read { frames, held, rest }, facts))
 }
 
 /// The bytes of a body read whole; `None` when it had trailers.
@@ -218,7 +234,7 @@ impl Rest {
             self.refused.0.store(true, Ordering::Release);
             return Poll::Ready(Some(Err(PrepareError::HostedPastLimit.into())));
         }
-        Poll::Ready(frame.map(|f| f.map_err(BoxError::from)))
+        Poll::Ready(frame)
     }
 }
 
@@ -231,19 +247,26 @@ impl Body for RequestBody {
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
         match self.get_mut() {
-            RequestBody::Streamed(body) => Pin::new(body).poll_frame(cx).map_err(BoxError::from),
-            RequestBody::Read { frames, rest } => match (frames.pop_front(), rest) {
-                (Some(frame), _) => Poll::Ready(Some(Ok(frame))),
-                (None, Some(rest)) => rest.poll_frame(cx),
-                (None, None) => Poll::Ready(None),
-            },
+            RequestBody::Streamed(body) => Pin::new(body).poll_frame(cx),
+            RequestBody::Read { frames, held, rest } => {
+                let frame = frames.pop_front();
+                if frames.is_empty() {
+                    // Sent on (or being sent): the bytes are the upstream client's now.
+                    held.take();
+                }
+                match (frame, rest) {
+                    (Some(frame), _) => Poll::Ready(Some(Ok(frame))),
+                    (None, Some(rest)) => rest.poll_frame(cx),
+                    (None, None) => Poll::Ready(None),
+                }
+            }
         }
     }
 
     fn is_end_stream(&self) -> bool {
         match self {
             RequestBody::Streamed(body) => body.is_end_stream(),
-            RequestBody::Read { frames, rest } => {
+            RequestBody::Read { frames, rest, .. } => {
                 frames.is_empty() && rest.as_ref().is_none_or(|rest| rest.body.is_end_stream())
             }
         }
@@ -252,7 +275,7 @@ impl Body for RequestBody {
     fn size_hint(&self) -> SizeHint {
         match self {
             RequestBody::Streamed(body) => body.size_hint(),
-            RequestBody::Read { frames, rest } => {
+            RequestBody::Read { frames, rest, .. } => {
                 let read: usize = frames
                     .iter()
                     .filter_map(|f| f.data_ref())

@@ -1,8 +1,9 @@
 //! The listener: accepts connections (TCP_NODELAY), serves HTTP/1.1 and HTTP/2 (hyper-util's
 //! auto builder) and hands each request to [`Proxy::handle`]. It bounds what one process takes
 //! on: at most `max_connections` connections (more are answered 503 and closed), request heads
-//! up to `max_header_bytes`, a read timeout for request heads. On shutdown it stops accepting
-//! and returns the open [`Connections`], which the caller drains.
+//! up to `max_header_bytes`, and what every listener bounds ([`crate::listen`]: timeouts for
+//! heads, idle connections and HTTP/2 peers, concurrent HTTP/2 streams). On shutdown it stops
+//! accepting and returns the open [`Connections`], which the caller drains.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -10,33 +11,31 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use hyper::service::service_fn;
-use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
-use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
 
 use super::Proxy;
 use super::error::ProxyError;
+use crate::listen::{self, Shutdown};
 
 /// After a failed accept (e.g. out of file descriptors), wait this long before the next one.
 const ACCEPT_ERROR_BACKOFF: Duration = Duration::from_millis(50);
-/// A client gets this long to send its request head (slowloris protection).
-const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
 /// A connection turned away for overload gets this long to read its 503.
 const REJECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// After the drain timeout ended the streams, how long their last bytes may take to go out.
 const FLUSH_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The connections still open when the server stopped accepting.
-pub struct Connections(GracefulShutdown);
+pub struct Connections(Shutdown);
 
 impl Connections {
     /// Asks every connection to finish (HTTP/1 closes after its response, HTTP/2 sends GOAWAY)
     /// and waits up to `timeout`; then ends the streams still running (their open calls get
     /// terminal events) and waits briefly for those last bytes. Returns whether all finished.
     pub async fn drain(self, timeout: Duration, proxy: &Proxy) -> bool {
-        let all_closed = self.0.shutdown();
+        let all_closed = self.0.drain();
         tokio::pin!(all_closed);
         if tokio::time::timeout(timeout, &mut all_closed).await.is_ok() {
             return true;
@@ -49,35 +48,22 @@ impl Connections {
     }
 }
 
-fn builder(proxy: &Proxy) -> auto::Builder<TokioExecutor> {
-    let max_header_bytes = proxy.config().proxy.max_header_bytes;
-    let mut builder = auto::Builder::new(TokioExecutor::new());
-    builder
-        .http1()
-        .timer(TokioTimer::new())
-        .header_read_timeout(HEADER_READ_TIMEOUT)
-        .max_buf_size(max_header_bytes);
-    builder
-        .http2()
-        .timer(TokioTimer::new())
-        .max_header_list_size(u32::try_from(max_header_bytes).unwrap_or(u32::MAX));
-    builder
-}
-
 /// Serves until `shutdown` completes, then stops accepting and returns the open connections.
 pub async fn serve(
     listener: TcpListener,
     proxy: Arc<Proxy>,
     shutdown: impl Future<Output = ()>,
 ) -> Connections {
-    let builder = builder(&proxy);
-    let limit = Arc::new(Semaphore::new(proxy.config().proxy.max_connections));
-    let graceful = GracefulShutdown::new();
+    let config = proxy.config();
+    let limits = Arc::new(config.clients.clone());
+    let builder = listen::builder(&limits, Some(config.proxy.max_header_bytes));
+    let limit = Arc::new(Semaphore::new(config.proxy.max_connections));
+    let connections = Shutdown::default();
     tokio::pin!(shutdown);
     loop {
         let (stream, peer) = tokio::select! {
             accepted = accept(&listener, "proxy") => accepted,
-            () = &mut shutdown => return Connections(graceful),
+            () = &mut shutdown => return Connections(connections),
         };
         if let Err(error) = stream.set_nodelay(true) {
             tracing::debug!(%error, "could not set TCP_NODELAY");
@@ -87,20 +73,22 @@ pub async fn serve(
             tokio::spawn(reject(stream));
             continue;
         };
-        let service_proxy = proxy.clone();
-        let service = service_fn(move |request| {
-            let proxy = service_proxy.clone();
-            async move { Ok::<_, Infallible>(proxy.handle(request, peer).await) }
-        });
-        let connection = builder
-            .serve_connection(TokioIo::new(stream), service)
-            .into_owned();
-        let connection = graceful.watch(connection);
-        let metrics = proxy.metrics().clone();
-        metrics.connections_active.inc();
-        tokio::spawn(async move {
-            if let Err(error) = connection.await {
+        let (proxy, builder, limits) = (proxy.clone(), builder.clone(), limits.clone());
+        let watch = connections.clone();
+        connections.spawn(async move {
+            let metrics = proxy.metrics().clone();
+            metrics.connections_active.inc();
+            let handle = move |request| {
+                let proxy = proxy.clone();
+                async move { proxy.handle(request, peer).await }
+            };
+            let (closed, result) = listen::serve(&builder, stream, &watch, &limits, handle).await;
+            if let Err(error) = result {
                 tracing::debug!(%error, %peer, "client connection ended with an error");
+            }
+            if let Some(closed) = closed {
+                tracing::debug!(%peer, reason = closed.as_str(), "client connection closed");
+                metrics.connection_closed("proxy", closed.as_str());
             }
             metrics.connections_active.dec();
             drop(permit);

@@ -1,0 +1,98 @@
+//! What the three listeners (proxy, MCP front, admin) do with every client connection, so that
+//! no client, however slow or silent, holds a connection or memory for long:
+//!
+//! - a request head within `[clients] head_timeout_ms` of the accept (the bytes that tell
+//!   HTTP/1 from HTTP/2 included), and, on HTTP/1, of the end of the previous response (hyper's
+//!   header read timeout);
+//! - a connection with no request in flight for `idle_timeout_ms` is closed gracefully (HTTP/2:
+//!   GOAWAY), and dropped if that does not finish in [`watched::CLOSE_GRACE`]; HTTP/2 peers are
+//!   pinged every `ping_interval_ms` and dropped when they do not answer;
+//! - at most `max_streams_per_connection` concurrent HTTP/2 streams;
+//! - request bodies: see [`crate::proxy::budget`] (a deadline and a global budget for the bodies
+//!   toolpulse reads whole).
+
+pub mod activity;
+pub mod watched;
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::time::Instant;
+
+use bytes::Bytes;
+use http::{Request, Response};
+use http_body::Body;
+use hyper::body::Incoming;
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto;
+use tokio::net::TcpStream;
+
+use crate::config::ClientLimits;
+use activity::{Activity, Tracked};
+pub use watched::{Closed, Shutdown};
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// hyper's builder for client connections under `limits`; `max_header_bytes` bounds request
+/// heads where the listener says so.
+pub fn builder(
+    limits: &ClientLimits,
+    max_header_bytes: Option<usize>,
+) -> auto::Builder<TokioExecutor> {
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    let http1 = &mut builder.http1();
+    http1
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.head_timeout);
+    if let Some(max) = max_header_bytes {
+        http1.max_buf_size(max);
+    }
+    let http2 = &mut builder.http2();
+    http2
+        .timer(TokioTimer::new())
+        .keep_alive_interval(Some(limits.ping_interval))
+        .keep_alive_timeout(limits.ping_timeout)
+        .max_concurrent_streams(limits.max_streams_per_connection);
+    if let Some(max) = max_header_bytes {
+        http2.max_header_list_size(u32::try_from(max).unwrap_or(u32::MAX));
+    }
+    builder
+}
+
+/// Serves one connection with `handle` until it ends, the client goes, toolpulse closes it
+/// for idleness (the reason is returned) or `shutdown` drains it.
+pub async fn serve<H, F, B>(
+    builder: &auto::Builder<TokioExecutor>,
+    stream: TcpStream,
+    shutdown: &Shutdown,
+    limits: &ClientLimits,
+    handle: H,
+) -> (Option<Closed>, Result<(), BoxError>)
+where
+    H: Fn(Request<Incoming>) -> F + Send + Sync + 'static,
+    F: Future<Output = Response<B>> + Send + 'static,
+    B: Body<Data = Bytes> + Send + Unpin + 'static,
+    B::Error: Into<BoxError>,
+{
+    let activity = Activity::new(Instant::now());
+    let requests = activity.clone();
+    let service = service_fn(move |request| {
+        let in_flight = requests.begin();
+        let response = handle(request);
+        async move {
+            let response = response.await;
+            Ok::<_, Infallible>(response.map(|body| Tracked::new(body, in_flight)))
+        }
+    });
+    let conn = builder.serve_connection(TokioIo::new(stream), service);
+    let mut watched = watched::Watched::new(
+        conn,
+        |conn| conn.graceful_shutdown(),
+        activity,
+        shutdown,
+        limits.head_timeout,
+        limits.idle_timeout,
+    );
+    let result = (&mut watched).await;
+    (watched.closed(), result)
+}

@@ -1,0 +1,174 @@
+//! A served connection under watch: closed gracefully (HTTP/1 after its response, HTTP/2 with
+//! GOAWAY) when it has been idle too long or toolpulse drains, and dropped outright when a
+//! graceful close does not finish in [`CLOSE_GRACE`]. hyper-util's `GracefulShutdown` cannot
+//! watch a wrapped connection (its trait is sealed), so [`Shutdown`] does its work here: a
+//! token every connection watches and a tracker of the connections still open.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use tokio::time::Sleep;
+use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
+use tokio_util::task::TaskTracker;
+
+use super::activity::Activity;
+
+/// How long an idle connection asked to close gracefully may take before it is dropped.
+pub const CLOSE_GRACE: Duration = Duration::from_secs(5);
+
+/// Why a watched connection was closed by toolpulse.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Closed {
+    /// No request head within the head timeout of the accept.
+    NoRequest,
+    /// No request in flight for the idle timeout.
+    Idle,
+}
+
+impl Closed {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Closed::NoRequest => "no_request",
+            Closed::Idle => "idle",
+        }
+    }
+}
+
+/// The connections of one listener, and the signal that drains them.
+#[derive(Clone, Default)]
+pub struct Shutdown {
+    token: CancellationToken,
+    open: TaskTracker,
+}
+
+impl Shutdown {
+    /// Runs `task` (a connection's) until it ends; drain waits for it.
+    pub fn spawn<F>(&self, task: F)
+    where
+        F: Future<Output = ()> + Send + 'static,
+    {
+        self.open.spawn(task);
+    }
+
+    /// Asks every connection to close gracefully; the returned future resolves once all did.
+    pub fn drain(&self) -> impl Future<Output = ()> + use<> {
+        self.token.cancel();
+        self.open.close();
+        let open = self.open.clone();
+        async move { open.wait().await }
+    }
+}
+
+/// A connection `C` and how to ask it to close gracefully.
+pub struct Watched<C> {
+    conn: Pin<Box<C>>,
+    close: fn(Pin<&mut C>),
+    activity: Arc<Activity>,
+    /// Before the first request head: how long from the accept.
+    head_timeout: Duration,
+    /// After it: how long with no request in flight.
+    idle_timeout: Duration,
+    timer: Pin<Box<Sleep>>,
+    drain: Pin<Box<WaitForCancellationFutureOwned>>,
+    closing: bool,
+    closed: Option<Closed>,
+    /// Given up on: dropped after one more poll (which flushes what the close queued).
+    dropping: bool,
+}
+
+impl<C> Watched<C> {
+    /// Watches `conn`, accepted when `activity` began; `close` asks it to close gracefully.
+    pub fn new(
+        conn: C,
+        close: fn(Pin<&mut C>),
+        activity: Arc<Activity>,
+        shutdown: &Shutdown,
+        head_timeout: Duration,
+        idle_timeout: Duration,
+    ) -> Self {
+        let first = tokio::time::Instant::now() + head_timeout;
+        Watched {
+            conn: Box::pin(conn),
+            close,
+            activity,
+            head_timeout,
+            idle_timeout,
+            timer: Box::pin(tokio::time::sleep_until(first)),
+            drain: Box::pin(shutdown.token.clone().cancelled_owned()),
+            closing: false,
+            closed: None,
+            dropping: false,
+        }
+    }
+
+    /// Why toolpulse closed it, if it did (for the caller's metrics and log).
+    pub fn closed(&self) -> Option<Closed> {
+        self.closed
+    }
+
+    fn close(&mut self) {
+        if !self.closing {
+            self.closing = true;
+            (self.close)(self.conn.as_mut());
+        }
+    }
+
+    /// The timer fired: closes an idle connection, or sets the timer for when it would be
+    /// idle long enough. A connection that never sent a request head is given up at once (a
+    /// graceful close has nothing to finish, and hyper's version sniffing would only notice it
+    /// on its next read); one that was served gets [`CLOSE_GRACE`] to close, then is given up
+    /// too. A drain's graceful close has no grace of its own: the drain timeout ends it.
+    fn on_timer(&mut self) {
+        if self.closed.is_some() {
+            self.dropping = true;
+            return;
+        }
+        let now = Instant::now();
+        let (limit, reason) = match self.activity.served() {
+            false => (self.head_timeout, Closed::NoRequest),
+            true => (self.idle_timeout, Closed::Idle),
+        };
+        let wait = match self.activity.idle_for(now) {
+            Some(idle) if idle >= limit => {
+                self.closed = Some(reason);
+                self.close();
+                self.dropping = reason == Closed::NoRequest;
+                CLOSE_GRACE
+            }
+            Some(idle) => limit - idle,
+            None => limit,
+        };
+        let deadline = tokio::time::Instant::from_std(now) + wait;
+        self.timer.as_mut().reset(deadline);
+    }
+}
+
+impl<C, E> Future for Watched<C>
+where
+    C: Future<Output = Result<(), E>>,
+{
+    type Output = Result<(), E>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        // Every field is boxed or Unpin: so is Watched.
+        let this = self.get_mut();
+        if !this.closing && this.drain.as_mut().poll(cx).is_ready() {
+            this.close();
+        }
+        loop {
+            if let Poll::Ready(done) = this.conn.as_mut().poll(cx) {
+                return Poll::Ready(done);
+            }
+            if this.dropping {
+                return Poll::Ready(Ok(()));
+            }
+            if this.timer.as_mut().poll(cx).is_pending() {
+                return Poll::Pending;
+            }
+            this.on_timer();
+        }
+    }
+}

@@ -1,0 +1,403 @@
+//! Issue 26's attacks on real sockets: unauthenticated clients that would hold connections or
+//! memory (a connection that sends nothing, an HTTP/2 connection idle after its preface, a body
+//! trickled byte by byte, many large bodies stalled at once, an admin listener flooded with
+//! idle connections), each against the proxy, the MCP front and the admin listener where it
+//! applies. Every limit is set small in the config so the tests run in a second or two; each
+//! test waits with a deadline, never a bare sleep.
+
+mod common;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use toolpulse::Config;
+use toolpulse::admin::{self, Admin};
+use toolpulse::mcp::{Front, server as mcp_server};
+use toolpulse::metrics::Metrics;
+use toolpulse::progress::local::LocalHub;
+use toolpulse::proxy::Proxy;
+use toolpulse::proxy::budget::BodyBudget;
+
+use common::gateway::{Action, Gateway, Reply};
+
+/// Far above every timeout below: a connection still open after this was not closed.
+const PATIENCE: Duration = Duration::from_secs(10);
+
+fn config(gateway: &Gateway, extra: &str) -> Config {
+    let text = format!(
+        "[proxy]\nupstream = \"{url}\"\n\
+         [clients]\nhead_timeout_ms = 300\nbody_timeout_ms = 600\nidle_timeout_ms = 400\n\
+         max_streams_per_connection = 4\nbody_buffer_bytes = 8388608\n\
+         [[mcp.servers]]\nname = \"srv\"\nupstream = \"{url}/mcp\"\n{extra}",
+        url = gateway.url()
+    );
+    Config::from_toml_str(&text).expect("valid config")
+}
+
+fn json_gateway() -> Reply {
+    Reply {
+        head: "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2".into(),
+        actions: vec![Action::Raw(b"{}".to_vec())],
+    }
+}
+
+struct Listeners {
+    proxy: SocketAddr,
+    mcp: SocketAddr,
+    admin: SocketAddr,
+    metrics: Arc<Metrics>,
+    budget: BodyBudget,
+}
+
+async fn start(config: Config) -> Listeners {
+    let config = Arc::new(config);
+    let bind = || tokio::net::TcpListener::bind("127.0.0.1:0");
+    let hub = LocalHub::new(config.progress.bind_window);
+    let proxy = Proxy::new(config.clone()).expect("proxy");
+    let front = Front::new(&config, hub, proxy.metrics().clone())
+        .expect("front")
+        .expect("configured")
+        .with_body_budget(proxy.body_budget().clone());
+    let metrics = proxy.metrics().clone();
+    let budget = proxy.body_budget().clone();
+    let (p, m, a) = (bind().await, bind().await, bind().await);
+    let (p, m, a) = (p.expect("bind"), m.expect("bind"), a.expect("bind"));
+    let addrs = (p.local_addr(), m.local_addr(), a.local_addr());
+    let admin = Arc::new(Admin::new(metrics.clone()));
+    let (clients, admin_cap) = (config.clients.clone(), config.admin.max_connections);
+    tokio::spawn(admin::serve(
+        a,
+        admin,
+        clients,
+        admin_cap,
+        std::future::pending(),
+    ));
+    tokio::spawn(mcp_server::serve(
+        m,
+        Arc::new(front),
+        std::future::pending(),
+    ));
+    let proxy = Arc::new(proxy);
+    tokio::spawn(toolpulse::proxy::server::serve(
+        p,
+        proxy,
+        std::future::pending(),
+    ));
+    Listeners {
+        proxy: addrs.0.expect("addr"),
+        mcp: addrs.1.expect("addr"),
+        admin: addrs.2.expect("addr"),
+        metrics,
+        budget,
+    }
+}
+
+/// Reads until the peer closes; returns what it sent and how long it took to close.
+async fn until_closed(stream: &mut TcpStream) -> (Vec<u8>, Duration) {
+    let start = Instant::now();
+    let mut seen = Vec::new();
+    let read = stream.read_to_end(&mut seen);
+    match tokio::time::timeout(PATIENCE, read).await {
+        Ok(_) => (seen, start.elapsed()),
+        Err(_) => panic!(
+            "still open after {PATIENCE:?}: {}",
+            String::from_utf8_lossy(&seen)
+        ),
+    }
+}
+
+/// Waits (bounded) until the metrics hold `line`.
+async fn metric(metrics: &Metrics, line: &str) {
+    let deadline = Instant::now() + PATIENCE;
+    while Instant::now() < deadline {
+        if metrics.encode().contains(line) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("no {line} in {}", metrics.encode());
+}
+
+const H2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+/// An empty SETTINGS frame: length 0, type 4, flags 0, stream 0.
+const H2_SETTINGS: &[u8] = &[0, 0, 0, 4, 0, 0, 0, 0, 0];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_that_sends_nothing_is_closed_at_the_head_timeout_on_every_listener() {
+    let gw = Gateway::start(|_| json_gateway()).await;
+    let l = start(config(&gw, "")).await;
+    for (addr, listener) in [(l.proxy, "proxy"), (l.mcp, "mcp"), (l.admin, "admin")] {
+        let mut silent = TcpStream::connect(addr).await.expect("connect");
+        // Sending a head in time is served: the timeout is for silence only.
+        let mut served = TcpStream::connect(addr).await.expect("connect");
+        served
+            .write_all(b"GET /healthz HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n")
+            .await
+            .expect("write");
+        let (answer, _) = until_closed(&mut served).await;
+        assert!(answer.starts_with(b"HTTP/1.1 "), "{listener}: {answer:?}");
+
+        let (bytes, after) = until_closed(&mut silent).await;
+        assert!(bytes.is_empty(), "{listener}: closed without a word");
+        assert!(
+            after >= Duration::from_millis(200),
+            "{listener}: not before the timeout"
+        );
+        let line = format!(
+            "toolpulse_client_connections_closed_total{{listener=\"{listener}\",reason=\"no_request\"}}"
+        );
+        metric(&l.metrics, &line).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_http2_connection_idle_after_its_preface_gets_goaway_and_is_closed() {
+    let gw = Gateway::start(|_| json_gateway()).await;
+    let l = start(config(&gw, "")).await;
+    for addr in [l.proxy, l.mcp, l.admin] {
+        let mut stream = TcpStream::connect(addr).await.expect("connect");
+        stream.write_all(H2_PREFACE).await.expect("preface");
+        stream.write_all(H2_SETTINGS).await.expect("settings");
+        let (bytes, _) = until_closed(&mut stream).await;
+        let frames = h2_frames(&bytes);
+        assert!(
+            frames.iter().any(|(kind, _)| *kind == 7),
+            "a GOAWAY: {frames:?}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http2_streams_per_connection_are_bounded() {
+    let gw = Gateway::start(|_| json_gateway()).await;
+    let l = start(config(&gw, "")).await;
+    let mut stream = TcpStream::connect(l.proxy).await.expect("connect");
+    stream.write_all(H2_PREFACE).await.expect("preface");
+    stream.write_all(H2_SETTINGS).await.expect("settings");
+    let mut head = [0u8; 9];
+    tokio::time::timeout(PATIENCE, stream.read_exact(&mut head))
+        .await
+        .expect("in time")
+        .expect("the server's SETTINGS");
+    assert_eq!(head[3], 4, "SETTINGS first");
+    let len = usize::from(head[2]) | usize::from(head[1]) << 8;
+    let mut payload = vec![0u8; len];
+    stream.read_exact(&mut payload).await.expect("payload");
+    let max_streams = payload
+        .chunks(6)
+        .find(|p| p[..2] == [0, 3])
+        .map(|p| u32::from_be_bytes([p[2], p[3], p[4], p[5]]));
+    assert_eq!(max_streams, Some(4), "SETTINGS_MAX_CONCURRENT_STREAMS");
+}
+
+/// (type, stream id) of each whole HTTP/2 frame in `bytes`.
+fn h2_frames(mut bytes: &[u8]) -> Vec<(u8, u32)> {
+    let mut frames = Vec::new();
+    while bytes.len() >= 9 {
+        let len =
+            (usize::from(bytes[0]) << 16) | (usize::from(bytes[1]) << 8) | usize::from(bytes[2]);
+        let stream = u32::from_be_bytes([bytes[5], bytes[6], bytes[7], bytes[8]]) & 0x7fff_ffff;
+        frames.push((bytes[3], stream));
+        bytes = &bytes[(9 + len).min(bytes.len())..];
+    }
+    frames
+}
+
+/// A POST whose body is announced at `length` bytes, of which `sent` are written (in the
+/// background: a proxy that refuses may stop reading); the connection then stalls until this
+/// is dropped.
+struct Stalled {
+    reader: tokio::net::tcp::OwnedReadHalf,
+    writer: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Stalled {
+    fn drop(&mut self) {
+        self.writer.abort();
+    }
+}
+
+async fn stalled_post(addr: SocketAddr, path: &str, length: usize, sent: usize) -> Stalled {
+    let stream = TcpStream::connect(addr).await.expect("connect");
+    let (reader, mut writer) = stream.into_split();
+    let head = format!(
+        "POST {path} HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n\
+         content-length: {length}\r\n\r\n"
+    );
+    let writer = tokio::spawn(async move {
+        let _ = writer.write_all(head.as_bytes()).await;
+        let _ = writer.write_all(&vec![b' '; sent]).await;
+        std::future::pending::<()>().await;
+    });
+    Stalled { reader, writer }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_trickled_body_is_refused_at_the_body_timeout_and_never_reaches_the_upstream() {
+    let mut gw = Gateway::start(|_| json_gateway()).await;
+    let l = start(config(&gw, "")).await;
+    for (addr, path, listener) in [(l.proxy, "/v1/responses", "proxy"), (l.mcp, "/srv", "mcp")] {
+        let stream = TcpStream::connect(addr).await.expect("connect");
+        let (mut reader, mut writer) = stream.into_split();
+        let head = format!(
+            "POST {path} HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n\
+             content-length: 1000\r\n\r\n"
+        );
+        writer.write_all(head.as_bytes()).await.expect("head");
+        // One byte every 100 ms: each comes well within the timeout, the whole body never does.
+        let trickle = tokio::spawn(async move {
+            for _ in 0..100 {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                if writer.write_all(b" ").await.is_err() {
+                    return;
+                }
+            }
+        });
+        let mut answer = [0u8; 12];
+        let got = tokio::time::timeout(PATIENCE, reader.read_exact(&mut answer)).await;
+        got.expect("answered in time").expect("read");
+        assert_eq!(&answer, b"HTTP/1.1 408", "{listener}");
+        trickle.abort();
+        let line = format!(
+            "toolpulse_request_bodies_refused_total{{listener=\"{listener}\",reason=\"timeout\"}} 1"
+        );
+        metric(&l.metrics, &line).await;
+    }
+    assert!(
+        gw.requests.try_recv().is_err(),
+        "nothing reached the upstream"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bodies_over_the_budget_are_refused_503_and_the_budget_comes_back() {
+    let mut gw = Gateway::start(|_| json_gateway()).await;
+    // Timeouts long enough for the stalled bodies to hold the budget while the test looks.
+    let mut config = config(&gw, "");
+    config.clients.body_timeout = Duration::from_secs(3);
+    let l = start(config).await;
+    // 3 MiB each of bodies announced at 4 MiB, stalled: two fit the 8 MiB budget, the third
+    // does not, whichever listener it comes to.
+    let mib = 1 << 20;
+    let first = stalled_post(l.proxy, "/v1/responses", 4 * mib, 3 * mib).await;
+    let second = stalled_post(l.mcp, "/srv", 4 * mib, 3 * mib).await;
+    let deadline = Instant::now() + PATIENCE;
+    while l.budget.held() < 6 * mib {
+        assert!(Instant::now() < deadline, "held {}", l.budget.held());
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let mut third = stalled_post(l.proxy, "/v1/responses", 4 * mib, 3 * mib).await;
+    let (answer, _) = until_closed_or_answered(&mut third.reader).await;
+    assert!(
+        answer.starts_with(b"HTTP/1.1 503"),
+        "{}",
+        String::from_utf8_lossy(&answer)
+    );
+    assert!(
+        String::from_utf8_lossy(&answer)
+            .to_ascii_lowercase()
+            .contains("retry-after: 1")
+    );
+    metric(
+        &l.metrics,
+        r#"toolpulse_request_bodies_refused_total{listener="proxy",reason="budget"} 1"#,
+    )
+    .await;
+    // The stalled ones time out and give their part back: a whole body goes through.
+    drop((first, second));
+    let client = common::http_client();
+    let body = format!("{{\"input\":\"{}\"}}", "x".repeat(3 * mib));
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        let request = http::Request::post(format!("http://{}/v1/responses", l.proxy))
+            .header("content-type", "application/json")
+            .body(http_body_util::Full::new(bytes::Bytes::from(body.clone())))
+            .expect("request");
+        let status = client.request(request).await.expect("response").status();
+        if status == 200 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the budget never came back: {status}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let seen = gw
+        .requests
+        .recv()
+        .await
+        .expect("the whole body reached the upstream");
+    assert_eq!(seen.body.len(), body.len());
+}
+
+/// Reads a response head (up to its blank line) or until the peer closes.
+async fn until_closed_or_answered(
+    stream: &mut (impl tokio::io::AsyncRead + Unpin),
+) -> (Vec<u8>, Duration) {
+    let start = Instant::now();
+    let mut seen = Vec::new();
+    let read = async {
+        let mut buf = [0u8; 4096];
+        loop {
+            match stream.read(&mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => seen.extend_from_slice(&buf[..n]),
+            }
+            if seen.windows(4).any(|w| w == b"\r\n\r\n") {
+                return;
+            }
+        }
+    };
+    tokio::time::timeout(PATIENCE, read)
+        .await
+        .expect("answered in time");
+    (seen, start.elapsed())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_admin_listener_caps_its_connections_and_closes_idle_ones() {
+    let gw = Gateway::start(|_| json_gateway()).await;
+    let l = start(config(&gw, "[admin]\nmax_connections = 3\n")).await;
+    let mut idle = Vec::new();
+    for _ in 0..3 {
+        idle.push(TcpStream::connect(l.admin).await.expect("connect"));
+    }
+    // The cap is taken: the next connection gets a 503 at once.
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        let mut over = TcpStream::connect(l.admin).await.expect("connect");
+        over.write_all(b"GET /healthz HTTP/1.1\r\nhost: x\r\n\r\n")
+            .await
+            .expect("write");
+        let (answer, _) = until_closed_or_answered(&mut over).await;
+        if answer.starts_with(b"HTTP/1.1 503") {
+            break;
+        }
+        // The three may not all be accepted yet.
+        assert!(
+            Instant::now() < deadline,
+            "{}",
+            String::from_utf8_lossy(&answer)
+        );
+    }
+    metric(&l.metrics, "toolpulse_admin_connections_rejected_total 1").await;
+    // The idle ones are closed at the head timeout, and the listener serves again.
+    for mut stream in idle {
+        until_closed(&mut stream).await;
+    }
+    let mut served = TcpStream::connect(l.admin).await.expect("connect");
+    served
+        .write_all(b"GET /healthz HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n")
+        .await
+        .expect("write");
+    let (answer, _) = until_closed(&mut served).await;
+    assert!(
+        answer.starts_with(b"HTTP/1.1 200"),
+        "{}",
+        String::from_utf8_lossy(&answer)
+    );
+}
