@@ -51,6 +51,9 @@ impl Admin {
             response
         };
         let plain = "text/plain; charset=utf-8";
+        if let Some(problem) = listen::host_problem(request.version(), request.headers()) {
+            return text(StatusCode::BAD_REQUEST, format!("{problem}\n"), plain);
+        }
         if !matches!(*request.method(), Method::GET | Method::HEAD) {
             return text(StatusCode::METHOD_NOT_ALLOWED, "GET only\n".into(), plain);
         }

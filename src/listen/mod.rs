@@ -33,6 +33,17 @@ pub use watched::{Closed, Shutdown};
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
+/// Why a request's `Host` headers make it invalid (RFC 9112 §3.2: an HTTP/1.1 request has
+/// exactly one; none has two), as nginx answers them: 400. HTTP/2 requests name their
+/// authority in `:authority` and may leave `Host` out.
+pub fn host_problem(version: http::Version, headers: &http::HeaderMap) -> Option<&'static str> {
+    match headers.get_all(http::header::HOST).iter().count() {
+        0 if version == http::Version::HTTP_11 => Some("an HTTP/1.1 request needs a Host header"),
+        0 | 1 => None,
+        _ => Some("a request has at most one Host header"),
+    }
+}
+
 /// hyper's builder for client connections under `limits`; `max_header_bytes` bounds request
 /// heads where the listener says so.
 pub fn builder(

@@ -120,7 +120,12 @@ impl Front {
     /// Answers one request on the MCP listener.
     pub async fn handle(&self, request: Request<Incoming>, peer: SocketAddr) -> Response<McpBody> {
         let path = request.uri().path().to_string();
-        let log = McpLog::new(self.metrics.clone(), request.method().clone(), &path);
+        let mut log = McpLog::new(self.metrics.clone(), request.method().clone(), &path);
+        if let Some(problem) = crate::listen::host_problem(request.version(), request.headers()) {
+            log.status = 400;
+            log.outcome = "invalid_host";
+            return reply::error(StatusCode::BAD_REQUEST, "invalid_host", problem, None);
+        }
         if path == endpoint::PATH {
             return endpoint::answer(self, request, log).await;
         }

@@ -29,8 +29,14 @@ impl TraceId {
         let mut parts = value.trim().split('-');
         let (version, trace, parent, flags) =
             (parts.next()?, parts.next()?, parts.next()?, parts.next()?);
-        let hex = |s: &str, n: usize| s.len() == n && s.bytes().all(|b| b.is_ascii_hexdigit());
+        // W3C Trace Context: lowercase hex only; all-zero trace and parent ids are invalid.
+        let hex = |s: &str, n: usize| {
+            s.len() == n && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+        };
         if !hex(version, 2) || version == "ff" || !hex(trace, 32) || !hex(parent, 16) {
+            return None;
+        }
+        if parent.bytes().all(|b| b == b'0') {
             return None;
         }
         if !hex(flags, 2) || (version == "00" && parts.next().is_some()) {
@@ -162,6 +168,9 @@ mod tests {
             "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
             "00-4bf92f3577b34da6a3ce929d0e0e473-00f067aa0ba902b7-01",
             "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-x",
+            "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00F067AA0BA902B7-01",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01",
         ] {
             assert_eq!(TraceId::from_traceparent(bad), None, "{bad}");
         }

@@ -206,6 +206,12 @@ impl Proxy {
         let (mut head, body) = request.into_parts();
         let path = head.uri.path().to_string();
         let mut log = RequestLog::new(self.metrics.clone(), head.method.clone(), path.clone());
+        if let Some(problem) = crate::listen::host_problem(head.version, &head.headers) {
+            log.status = 400;
+            log.response = "invalid_request";
+            let response = error::invalid_request("invalid_host", problem);
+            return response.map(|body| body.with_log(log));
+        }
         // Before anything can answer, so every request has its span; it also sets the
         // `traceparent` the gateway gets.
         log.span = self

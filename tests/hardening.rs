@@ -1,8 +1,8 @@
 //! Issue 26's attacks on real sockets: unauthenticated clients that would hold connections or
 //! memory (a connection that sends nothing, an HTTP/2 connection idle after its preface, a body
 //! trickled byte by byte, many large bodies stalled at once, an admin listener flooded with
-//! idle connections), each against the proxy, the MCP front and the admin listener where it
-//! applies. Every limit is set small in the config so the tests run in a second or two; each
+//! idle connections), requests with two `Host` headers or none, invalid `traceparent`s, each
+//! against the proxy, the MCP front and the admin listener where it applies. Every limit is set small in the config so the tests run in a second or two; each
 //! test waits with a deadline, never a bare sleep.
 
 mod common;
@@ -56,7 +56,9 @@ async fn start(config: Config) -> Listeners {
     let config = Arc::new(config);
     let bind = || tokio::net::TcpListener::bind("127.0.0.1:0");
     let hub = LocalHub::new(config.progress.bind_window);
-    let proxy = Proxy::new(config.clone()).expect("proxy");
+    let proxy = Proxy::new(config.clone())
+        .expect("proxy")
+        .with_progress(hub.clone());
     let front = Front::new(&config, hub, proxy.metrics().clone())
         .expect("front")
         .expect("configured")
@@ -400,4 +402,86 @@ async fn the_admin_listener_caps_its_connections_and_closes_idle_ones() {
         "{}",
         String::from_utf8_lossy(&answer)
     );
+}
+
+/// Sends `request` raw and reads the answer until the peer closes (every request here says
+/// `connection: close` or is refused).
+async fn exchange(addr: SocketAddr, request: &str) -> String {
+    let mut stream = TcpStream::connect(addr).await.expect("connect");
+    stream.write_all(request.as_bytes()).await.expect("write");
+    let (answer, _) = until_closed(&mut stream).await;
+    String::from_utf8_lossy(&answer).into_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http1_requests_with_two_host_headers_or_none_are_refused_on_every_listener() {
+    let mut gw = Gateway::start(|_| json_gateway()).await;
+    let l = start(config(&gw, "")).await;
+    for (addr, path) in [
+        (l.proxy, "/v1/models"),
+        (l.mcp, "/srv"),
+        (l.admin, "/healthz"),
+    ] {
+        for (request, status) in [
+            (
+                "GET {path} HTTP/1.1\r\nhost: a\r\nhost: b\r\nconnection: close\r\n\r\n",
+                "400",
+            ),
+            ("GET {path} HTTP/1.1\r\nconnection: close\r\n\r\n", "400"),
+            ("GET {path} HTTP/1.0\r\nhost: a\r\nhost: b\r\n\r\n", "400"),
+        ] {
+            let answer = exchange(addr, &request.replace("{path}", path)).await;
+            let code = answer.split_whitespace().nth(1);
+            assert_eq!(code, Some(status), "{path}: {answer}");
+        }
+    }
+    assert!(
+        gw.requests.try_recv().is_err(),
+        "nothing reached the upstream"
+    );
+    // HTTP/1.0 may leave Host out: served.
+    let answer = exchange(l.proxy, "GET /v1/models HTTP/1.0\r\n\r\n").await;
+    assert_eq!(answer.split_whitespace().nth(1), Some("200"), "{answer}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_invalid_traceparent_restarts_the_trace_and_a_valid_one_is_continued() {
+    let mut gw = Gateway::start(|_| json_gateway()).await;
+    let l = start(config(&gw, "")).await;
+    let valid = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    for (sent, continued) in [
+        (valid, true),
+        (
+            "00-4BF92F3577B34DA6A3CE929D0E0E4736-00F067AA0BA902B7-01",
+            false,
+        ),
+        (
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01",
+            false,
+        ),
+        (
+            "00-00000000000000000000000000000000-00f067aa0ba902b7-01",
+            false,
+        ),
+    ] {
+        let request = format!(
+            "POST /v1/responses HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\
+             content-type: application/json\r\ncontent-length: 2\r\ntraceparent: {sent}\r\n\r\n{{}}"
+        );
+        let answer = exchange(l.proxy, &request).await;
+        assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+        let seen = gw.requests.recv().await.expect("forwarded");
+        let forwarded = seen
+            .header("traceparent")
+            .expect("a traceparent")
+            .to_string();
+        match continued {
+            true => assert_eq!(forwarded, sent),
+            false => {
+                assert_ne!(forwarded, sent, "restarted");
+                let id = toolpulse::progress::TraceId::from_traceparent(&forwarded);
+                assert!(id.is_some(), "a valid new one: {forwarded}");
+            }
+        }
+    }
 }
