@@ -490,3 +490,45 @@ async fn a_tool_the_gateway_ran_without_a_rule_is_logged_once_per_name() {
         "{line}"
     );
 }
+
+/// Issue 26 (9): a tool name from the upstream with CR, LF and ESC cannot forge a log line or
+/// send terminal escapes: the debug `tool call` line writes it escaped.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_name_with_line_breaks_cannot_forge_a_log_line() {
+    let input = String::from_utf8(read(&fixtures_dir().join("mcp_success.sse"))).expect("utf-8");
+    let evil = r#"github_x\r\n2026-01-01T00:00:00Z  INFO FORGED line\u001b[31m"#;
+    let input = input.replace("github_search_issues", evil).into_bytes();
+    assert!(
+        input.windows(6).any(|w| w == b"FORGED"),
+        "the fixture names the tool"
+    );
+    let gw = Gateway::start(move |_| Reply::sse(vec![input.clone()])).await;
+    let config = temp_config(
+        "forged",
+        "[[tools]]\nmatch = [\"github_*\"]\nkind = \"mcp\"\n",
+    );
+    let tp = Running::start_logging(&config, &gw.url(), "toolpulse=debug");
+    let response = post(
+        &http_client(),
+        format!("http://{}/v1/responses", tp.proxy),
+        REQUEST,
+    )
+    .await;
+    read_all(&mut response.into_body()).await;
+    let lines = tp.lines_until("path=/v1/responses");
+    let call = lines
+        .iter()
+        .find(|l| l.contains("tool call"))
+        .expect("the tool call line");
+    assert!(
+        call.contains(r#"\r\n"#) && call.contains("FORGED"),
+        "{call}"
+    );
+    for line in &lines {
+        assert!(
+            !line.starts_with("2026-01-01T00:00:00Z"),
+            "forged: {lines:#?}"
+        );
+        assert!(!line.contains('\u{1b}'), "a terminal escape: {line:?}");
+    }
+}

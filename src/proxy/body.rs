@@ -246,7 +246,8 @@ impl RewriteBody {
                     log.tool_calls += 1;
                     log.metrics().tool_call(kind.as_str(), outcome, duration);
                     let duration_ms = duration.as_millis() as u64;
-                    tracing::debug!(tool = %name, kind = kind.as_str(), outcome, duration_ms, "tool call");
+                    // `?`: the name is the upstream's, quoted with escapes so it cannot break the line.
+                    tracing::debug!(tool = ?name, kind = kind.as_str(), outcome, duration_ms, "tool call");
                 }
                 Observation::Progress { .. } => {}
                 Observation::ResponseId { shown, upstream } => {
