@@ -423,6 +423,47 @@ async fn progress_reaches_the_stream_through_the_other_replica_in_order() {
     let _ = client.cancel().await;
 }
 
+/// Issue 26 (8): an MCP server's progress message far over the bus's message limit reaches
+/// the stream on the other replica, cut (as the same replica would cut it), not dropped while
+/// counted delivered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_progress_message_over_the_bus_limit_is_cut_not_lost() {
+    let test = "a_progress_message_over_the_bus_limit_is_cut_not_lost";
+    let Some(redis) = RedisServer::start(test) else {
+        return;
+    };
+    let (calls, mcp) = (
+        start_gateway().await,
+        common::steps::start_mcp_server().await,
+    );
+    let a = Toolpulse::start(&redis, "t5", &calls.gateway.url(), mcp);
+    let b = Toolpulse::start(&redis, "t5", &calls.gateway.url(), mcp);
+    listening_replicas(&redis, "t5", &[&a, &b]).await;
+    // The steps server puts the label before "step 1/1": a 40 KB message.
+    let arguments = json!({"n": 1, "label": "x".repeat(40_000)});
+    let (mut stream, mut seen) = a.stream("call_big", arguments.clone(), true).await;
+    registered(&redis, "t5", "call_big").await;
+    let answer = call_steps(b.mcp, arguments, None).await;
+    assert!(
+        answer.contains("did 1 steps"),
+        "{}",
+        &answer[answer.len().saturating_sub(200)..]
+    );
+    seen.extend(read_until(&mut stream, "tool_progress").await);
+    calls.release("call_big");
+    seen.extend(read_all(&mut stream).await);
+    let progress = progress_events(&seen);
+    assert_eq!(progress.len(), 1, "{progress:?}");
+    let message = &progress[0].1;
+    assert!(
+        message.starts_with("xxx") && message.ends_with('…'),
+        "{message}"
+    );
+    assert!(message.len() < 8192, "cut: {} bytes", message.len());
+    a.metric(r#"toolpulse_progress_total{source="bus",outcome="delivered"} 1"#)
+        .await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn identical_calls_on_two_replicas_get_progress_only_by_trace_id() {
     let test = "identical_calls_on_two_replicas_get_progress_only_by_trace_id";

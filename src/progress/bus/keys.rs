@@ -15,9 +15,13 @@ use crate::progress::{Progress, TraceId};
 /// Names and call ids longer than this are not registered (a gateway's are tens of bytes;
 /// this keeps a hostile upstream from writing large keys).
 pub const MAX_ID_BYTES: usize = 256;
-/// Messages larger than this are ignored by the subscriber (a report's message is at most
-/// 16 KiB, the endpoint's body limit).
+/// Messages larger than this are ignored by the subscriber, and never published.
 pub const MAX_MESSAGE_BYTES: usize = 32 * 1024;
+/// A report's message is cut to this many bytes before it is published (an MCP server's may be
+/// far longer): twice what a client sees of it by default (`[sanitize] max_string_bytes`), and
+/// small enough that, JSON-escaped at worst six bytes to one, the message stays within
+/// [`MAX_MESSAGE_BYTES`].
+pub const MAX_REPORT_MESSAGE_BYTES: usize = 4096;
 /// The digest of arguments that are not JSON: never equal to a real digest (hex only), so such
 /// a call matches by name alone, as in the in-process registry.
 pub const NO_ARGUMENTS: &str = "-";
@@ -145,12 +149,23 @@ pub enum Message {
 
 impl Message {
     pub fn progress(owner: &Owner, report: Progress) -> Message {
+        let message = report.message.map(|mut m| {
+            if m.len() > MAX_REPORT_MESSAGE_BYTES {
+                let mut end = MAX_REPORT_MESSAGE_BYTES;
+                while !m.is_char_boundary(end) {
+                    end -= 1;
+                }
+                m.truncate(end);
+                m.push('…');
+            }
+            m
+        });
         Message::Progress {
             stream: owner.stream.to_string(),
             call: owner.call_id.clone(),
             progress: report.progress,
             total: report.total,
-            message: report.message,
+            message,
         }
     }
 
@@ -258,6 +273,25 @@ mod tests {
             "1".repeat(MAX_MESSAGE_BYTES)
         );
         assert_eq!(Message::decode(big.as_bytes()), None);
+    }
+
+    #[test]
+    fn a_long_report_is_cut_to_fit_a_message() {
+        let owner = Owner::parse("r1|7|call_1").expect("an owner");
+        // Control characters: six bytes each once JSON-escaped.
+        let long = "\u{1}é".repeat(MAX_MESSAGE_BYTES);
+        let report = Progress {
+            progress: 1.0,
+            total: None,
+            message: Some(long),
+        };
+        let payload = Message::progress(&owner, report).encode();
+        assert!(payload.len() <= MAX_MESSAGE_BYTES, "{}", payload.len());
+        let Some(Message::Progress { message, .. }) = Message::decode(payload.as_bytes()) else {
+            panic!("decoded")
+        };
+        let message = message.expect("a message");
+        assert!(message.ends_with('…') && message.len() <= MAX_REPORT_MESSAGE_BYTES + 3);
     }
 
     #[test]

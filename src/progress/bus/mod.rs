@@ -34,7 +34,7 @@ use super::{BindingId, Delivery, McpToolCall, PostFuture, Progress, ProgressHub,
 use crate::config::BusConfig;
 use crate::metrics::Metrics;
 use bindings::{Bindings, Decision, Route, State};
-use keys::{Message, Owner, args_digest, replica_channel, trace_hex};
+use keys::{MAX_MESSAGE_BYTES, Message, Owner, args_digest, replica_channel, trace_hex};
 use link::Link;
 use outbox::Outbox;
 use registrar::{Changes, Registrar};
@@ -219,10 +219,16 @@ impl Shared {
     /// One report to another replica now; delivered when that replica is listening.
     async fn publish(&self, owner: &Owner, report: Progress) -> Delivery {
         let link = &self.link;
+        let payload = Message::progress(owner, report).encode();
+        if payload.len() > MAX_MESSAGE_BYTES {
+            // The owner's subscriber would drop it: not sent, and counted as not delivered.
+            link.count_error("publish_oversize", 1);
+            return Delivery::Unmatched;
+        }
         let mut command = redis::cmd("PUBLISH");
         command
             .arg(replica_channel(&link.prefix, &owner.replica))
-            .arg(Message::progress(owner, report).encode());
+            .arg(payload);
         let mut conn = link.conn();
         match link
             .run("publish", command.query_async::<u64>(&mut conn))
