@@ -201,6 +201,38 @@ async fn identical_calls_on_two_replicas_need_a_trace_id() {
     assert_eq!(taken(&on_b, 1).await, [("call_b".to_string(), 3.0)]);
 }
 
+/// Issue 26 (4), in the Redis scripts: two streams on two replicas carrying one trace id (the
+/// client's, so it can be copied) and calls of one tool: the arguments decide, else nobody.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_trace_id_two_streams_share_decides_only_with_the_arguments() {
+    let test = "a_trace_id_two_streams_share_decides_only_with_the_arguments";
+    let Some(redis) = RedisServer::start(test) else {
+        return;
+    };
+    let (a, b) = (replica(&redis, WAIT).await, replica(&redis, WAIT).await);
+    let shared = TraceId([0xc; 16]);
+    let alice = a.hub.streams().stream(Some(shared));
+    let bob = b.hub.streams().stream(Some(shared));
+    alice.call_running("call_alice", "search", r#"{"q":"alice"}"#);
+    bob.call_running("call_bob", "search", r#"{"q":"bob"}"#);
+    registered(&redis, "call_alice").await;
+    registered(&redis, "call_bob").await;
+    // Alice's call reaches replica B (Bob's), Bob's reaches A: each goes to its own.
+    let for_alice = b
+        .hub
+        .bind(mcp("search", json!({"q": "alice"}), Some(shared)));
+    let for_bob = a.hub.bind(mcp("search", json!({"q": "bob"}), Some(shared)));
+    assert_eq!(decided(&b.hub, for_alice, 1.0).await, Delivery::Delivered);
+    assert_eq!(decided(&a.hub, for_bob, 2.0).await, Delivery::Delivered);
+    assert_eq!(taken(&alice, 1).await, [("call_alice".to_string(), 1.0)]);
+    assert_eq!(taken(&bob, 1).await, [("call_bob".to_string(), 2.0)]);
+    // Arguments neither has: nobody.
+    let other = a
+        .hub
+        .bind(mcp("search", json!({"q": "carol"}), Some(shared)));
+    assert_eq!(decided(&a.hub, other, 3.0).await, Delivery::Ambiguous);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_mcp_call_that_comes_first_waits_for_its_call_on_another_replica() {
     let Some(redis) =

@@ -44,19 +44,28 @@ local function distinct(members)
   end
   return {'one', members[1]}
 end
--- The open call a (name, digest, trace) means: by trace first (the digest picks among the
--- stream's parallel calls of the tool), else by name and digest under the ambiguity rule.
+-- The open call a (name, digest, trace) means: by trace first (a trace id is the client's, so
+-- two streams may share one: the digest then has to single one out, else it is ambiguous; in
+-- one stream it picks among parallel calls of the tool), else by name and digest under the
+-- ambiguity rule.
 local function find(name, digest, trace, now)
   if trace ~= '' then
     local traced = live(P .. ':t:' .. trace .. ':' .. name, now)
     if #traced > 0 then
-      local first = string.match(traced[1], '^[^|]*|(.*)$')
-      local stream = owner_of(first)
+      local streams, exact, n, n_exact = {}, {}, 0, 0
       for _, m in ipairs(traced) do
         local d, rest = string.match(m, '^([^|]*)|(.*)$')
-        if d == digest and owner_of(rest) == stream then return {'one', rest} end
+        local o = owner_of(rest)
+        if streams[o] == nil then streams[o] = rest; n = n + 1 end
+        if d == digest and exact[o] == nil then exact[o] = rest; n_exact = n_exact + 1 end
       end
-      return {'one', first}
+      if n_exact == 1 then
+        for _, rest in pairs(exact) do return {'one', rest} end
+      end
+      if n == 1 and n_exact == 0 then
+        return {'one', string.match(traced[1], '^[^|]*|(.*)$')}
+      end
+      return {'ambiguous'}
     end
   end
   if digest == '' then return distinct(live(P .. ':n:' .. name, now)) end

@@ -36,16 +36,34 @@ pub(super) fn find(
     let matches =
         |c: &OpenCall| c.name == name && arguments.is_none_or(|a| c.arguments.as_ref() == Some(a));
     if let Some(trace) = trace {
-        let traced = state
+        // A trace id is the client's: two streams may carry the same one. One stream with a
+        // call of the tool decides (its arguments pick among parallel calls); several must be
+        // singled out by the arguments, else nobody gets the report.
+        let mut streams = 0;
+        let (mut first, mut exact, mut exact_streams) = (None, None, 0);
+        for (id, s) in state
             .streams
             .iter()
             .filter(|(_, s)| s.trace_id == Some(trace))
-            .find_map(|(id, s)| s.calls.iter().find(|c| c.name == name).map(|c| (*id, c)));
-        if let Some((stream, call)) = traced {
-            // Within the stream, the arguments pick among parallel calls of one tool.
-            let s = &state.streams[&stream];
-            let exact = s.calls.iter().find(|c| matches(c)).unwrap_or(call);
-            return Found::One(stream, exact.call_id.clone());
+        {
+            let Some(call) = s.calls.iter().find(|c| c.name == name) else {
+                continue;
+            };
+            streams += 1;
+            first.get_or_insert((*id, call));
+            if let Some(call) = s.calls.iter().find(|c| matches(c)) {
+                exact_streams += 1;
+                exact = Some((*id, call));
+            }
+        }
+        let one = match (streams, exact_streams) {
+            (0, _) => None,
+            (_, 1) => exact,
+            (1, 0) => first,
+            _ => return Found::Ambiguous,
+        };
+        if let Some((stream, call)) = one {
+            return Found::One(stream, call.call_id.clone());
         }
     }
     if rule == Rule::TraceOnly {

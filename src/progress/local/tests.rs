@@ -75,6 +75,31 @@ fn identical_calls_in_two_streams_need_a_trace_id() {
     assert_eq!(taken(&s1), vec![("c1".into(), 4.0)]);
 }
 
+/// Issue 26 (4): a trace id is the client's, so two streams may carry the same one; then the
+/// arguments must single a call out, else nobody gets the report.
+#[test]
+fn a_trace_id_two_streams_share_decides_only_with_the_arguments() {
+    let hub = LocalHub::new(Duration::from_secs(5));
+    let shared = TraceId([7; 16]);
+    let (alice, bob) = (hub.stream(Some(shared)), hub.stream(Some(shared)));
+    alice.call_running("c_alice", "search", r#"{"q":"alice"}"#);
+    bob.call_running("c_bob", "search", r#"{"q":"bob"}"#);
+    let for_bob = hub.bind(mcp("search", json!({"q": "bob"}), Some(shared)));
+    assert_eq!(hub.progress(for_bob, report(1.0)), Delivery::Delivered);
+    let for_alice = hub.bind(mcp("search", json!({"q": "alice"}), Some(shared)));
+    assert_eq!(hub.progress(for_alice, report(2.0)), Delivery::Delivered);
+    assert_eq!(taken(&alice), vec![("c_alice".into(), 2.0)]);
+    assert_eq!(taken(&bob), vec![("c_bob".into(), 1.0)]);
+    // Arguments neither stream has, or both: nobody.
+    let other = hub.bind(mcp("search", json!({"q": "carol"}), Some(shared)));
+    assert_eq!(hub.progress(other, report(3.0)), Delivery::Ambiguous);
+    let carol = hub.stream(Some(shared));
+    carol.call_running("c_carol", "search", r#"{"q":"bob"}"#);
+    let both = hub.bind(mcp("search", json!({"q": "bob"}), Some(shared)));
+    assert_eq!(hub.progress(both, report(4.0)), Delivery::Ambiguous);
+    assert!(taken(&alice).is_empty() && taken(&bob).is_empty() && taken(&carol).is_empty());
+}
+
 #[test]
 fn an_mcp_call_before_its_stream_waits_and_keeps_the_newest_report() {
     let hub = LocalHub::new(Duration::from_secs(5));
