@@ -2,9 +2,9 @@
 # The toolpulse image: a release build on the official Rust image, run as a non-root user on
 # debian:bookworm-slim (the same Debian as the build image, so the same glibc).
 #
-#   docker build -t toolpulse .
+#   docker build -t toolpulse:0.1.0 .
 #   docker run --rm -p 8080:8080 -p 127.0.0.1:9464:9464 --stop-timeout 45 \
-#     toolpulse --upstream http://gateway:9000
+#     toolpulse:0.1.0 --upstream http://gateway:9000
 #
 # - The upstream: arguments after the image name are appended to the ENTRYPOINT, so pass
 #   `--upstream URL` there, or mount a config with `[proxy] upstream` (next point).
@@ -20,7 +20,8 @@
 # - Stopping: SIGTERM drains in-flight streams for up to `[proxy] drain_timeout_ms` (30 s by
 #   default), but `docker stop` waits only 10 s before SIGKILL: give it `--stop-timeout 45`
 #   (`stop_grace_period: 45s` in compose, `terminationGracePeriodSeconds` in Kubernetes).
-# - Other commands: `docker run --rm --entrypoint toolpulse toolpulse check /etc/toolpulse/toolpulse.toml`
+# - Other commands follow the entrypoint's flags: `docker run --rm toolpulse:0.1.0 check
+#   /etc/toolpulse/toolpulse.toml` shows the config as the container runs it (0.0.0.0 addresses).
 #
 # deploy/check-dockerfile.sh runs the build stage's steps and assembles this image's layout
 # without Docker; tests/deploy.rs checks this file against the repo and the binary.

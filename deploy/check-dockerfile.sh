@@ -5,8 +5,9 @@
 #   that caches the dependencies, then the real build;
 # - of the last (runtime) stage only COPY and ENV are carried out, into a directory that stands
 #   for the image (its RUN installs Debian packages and a user: that needs the real base image);
-# - then the image's binary runs `--help`, `--version`, `check` on the image's config
-#   (TOOLPULSE_CONFIG), and the ENTRYPOINT's own flags with `--help` appended.
+# - then the image's binary runs `--help`, `--version`, and the ENTRYPOINT with `--help` and
+#   with `check` on the image's config (TOOLPULSE_CONFIG) appended, which must show the
+#   ENTRYPOINT's listen address.
 # The filesystems live outside the repo (inside it, cargo's workspace search would read the repo's
 # Cargo.toml); only each build stage's WORKDIR/target is kept between runs, under
 # target/dockerfile-check/, as Docker's layer cache would keep the dependencies.
@@ -124,10 +125,21 @@ echo "== the image: $bin, $config"
 help=$("$bin" --help)
 [[ "$help" == *"Usage: toolpulse"* ]] || { echo "toolpulse --help: not the real binary: $help" >&2; exit 1; }
 "$bin" --version
-"$bin" check "$config"
 
 # The ENTRYPOINT's flags (JSON array; first word the program, found on the image's PATH).
 mapfile -t argv < <(printf '%s' "$entrypoint" | tr -d '[]' | tr ',' '\n' | sed 's/^ *"//; s/" *$//')
 [ "${argv[0]}" = toolpulse ] || { echo "ENTRYPOINT runs ${argv[0]}, not toolpulse" >&2; exit 1; }
 PATH="$image/usr/local/bin:$PATH" TOOLPULSE_CONFIG="$config" "${argv[@]}" --help >/dev/null
+# `docker run IMAGE check FILE`: the image's config as the container runs it, with the
+# ENTRYPOINT's addresses.
+checked=$(PATH="$image/usr/local/bin:$PATH" "${argv[@]}" check "$config")
+printf '%s\n' "$checked"
+for i in "${!argv[@]}"; do
+  if [ "${argv[$i]}" = --listen ]; then
+    [[ "$checked" == *"proxy: listen ${argv[$((i + 1))]} "* ]] || {
+      echo "check does not show the ENTRYPOINT's --listen ${argv[$((i + 1))]}" >&2
+      exit 1
+    }
+  fi
+done
 echo "check-dockerfile: ok (ENTRYPOINT ${argv[*]})"

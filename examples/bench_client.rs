@@ -264,7 +264,7 @@ async fn run_lane(run: Arc<Run>, lane: u64) {
             }
         }
         let finished = run.finished.fetch_add(1, Relaxed) + 1;
-        if args.progress > 0 && finished % args.progress == 0 {
+        if args.progress > 0 && finished.is_multiple_of(args.progress) {
             eprintln!(
                 "progress: {finished} streams ({} failed), {} events, {:.1} s",
                 run.failed.load(Relaxed),

@@ -10,7 +10,8 @@ use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 
 use anyhow::Context;
-use clap::{Parser, Subcommand};
+use clap::parser::ValueSource;
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use toolpulse::{Config, Rewriter};
 
 /// Read size for `rewrite`: one upstream-sized chunk at a time, so output streams as it comes.
@@ -23,7 +24,6 @@ const HEALTH_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3);
     name = "toolpulse",
     version,
     about = "Tool lifecycle events for OpenAI Responses API streams",
-    args_conflicts_with_subcommands = true,
     args_override_self = true
 )]
 struct Cli {
@@ -33,20 +33,22 @@ struct Cli {
     serve: ServeArgs,
 }
 
-/// Running the proxy (the default command).
+/// Running the proxy (the default command). The addresses and the upstream may also come before
+/// `check`, which then shows the config as the proxy would run it: the image's ENTRYPOINT gives
+/// its 0.0.0.0 addresses this way, so `docker run IMAGE check FILE` shows those.
 #[derive(clap::Args)]
 struct ServeArgs {
     /// Config file (TOML); built-in defaults when absent.
     #[arg(long, env = "TOOLPULSE_CONFIG")]
     config: Option<PathBuf>,
     /// Address to listen on (overrides `[proxy] listen`).
-    #[arg(long, env = "TOOLPULSE_LISTEN")]
+    #[arg(long, env = "TOOLPULSE_LISTEN", value_parser = toolpulse::config::parse_listen)]
     listen: Option<SocketAddr>,
     /// The gateway's base URL (overrides `[proxy] upstream`).
     #[arg(long, env = "TOOLPULSE_UPSTREAM")]
     upstream: Option<String>,
     /// Address of the admin endpoints /healthz, /readyz, /metrics (overrides `[admin] listen`).
-    #[arg(long, env = "TOOLPULSE_ADMIN_LISTEN")]
+    #[arg(long, env = "TOOLPULSE_ADMIN_LISTEN", value_parser = toolpulse::config::parse_listen)]
     admin_listen: Option<SocketAddr>,
     /// Log line format on stderr; filter with RUST_LOG (default `info`).
     #[arg(long, value_enum, default_value = "text")]
@@ -67,7 +69,7 @@ enum Command {
         #[arg(long)]
         web: bool,
         /// The demo page's loopback address (default: 127.0.0.1 on a free port).
-        #[arg(long, requires = "web")]
+        #[arg(long, requires = "web", value_parser = toolpulse::config::parse_listen)]
         listen: Option<SocketAddr>,
     },
     /// Rewrite a recorded SSE stream (a file, or `-` for stdin) to stdout, as the proxy would.
@@ -85,7 +87,8 @@ enum Command {
     /// Exit 0 if the toolpulse whose admin listener is at ADDR is healthy (for HEALTHCHECK).
     Health {
         /// The admin listener's address.
-        #[arg(long, default_value = toolpulse::config::DEFAULT_ADMIN_LISTEN)]
+        #[arg(long, default_value = toolpulse::config::DEFAULT_ADMIN_LISTEN,
+              value_parser = toolpulse::config::parse_listen)]
         admin: SocketAddr,
     },
     /// Validate a config file and print the classification rules it resolves to.
@@ -100,9 +103,16 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let matches = Cli::command().get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    // A config error names the file; one the user never typed also says where it came from.
+    let from_env = |matches: &clap::ArgMatches| {
+        matches.value_source("config") == Some(ValueSource::EnvVariable)
+    };
+    let serve_config_from_env = from_env(&matches);
+    let rewrite_config_from_env = matches.subcommand_matches("rewrite").is_some_and(from_env);
     let result = match cli.command {
-        None => serve(cli.serve),
+        None => serve(cli.serve, serve_config_from_env),
         Some(Command::Demo { web: false, .. }) => {
             runtime().and_then(|rt| rt.block_on(toolpulse::demo::run()))
         }
@@ -114,11 +124,15 @@ fn main() -> ExitCode {
             config,
             profiles,
             input,
-        }) => rewrite(config.as_deref(), profiles.as_deref(), &input),
+        }) => {
+            let config = config.as_deref().map(|p| (p, rewrite_config_from_env));
+            rewrite(config, profiles.as_deref(), &input)
+        }
         Some(Command::Check {
             file,
             upstream_sample,
-        }) => check(&file, upstream_sample.as_deref()),
+        }) => overrides(&cli.serve)
+            .and_then(|overrides| check(&file, &overrides, upstream_sample.as_deref())),
         Some(Command::Health { admin }) => toolpulse::admin::probe(admin, HEALTH_TIMEOUT),
     };
     match result {
@@ -150,8 +164,8 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
     Ok(builder.enable_all().build()?)
 }
 
-fn serve(args: ServeArgs) -> anyhow::Result<()> {
-    let mut config = load_config(args.config.as_deref())?;
+/// The flags (or their variables) that win over the config file's values.
+fn overrides(args: &ServeArgs) -> anyhow::Result<toolpulse::config::Overrides> {
     let upstream = match &args.upstream {
         Some(text) => Some(
             toolpulse::config::parse_upstream(text)
@@ -159,11 +173,17 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         ),
         None => None,
     };
-    let overrides = toolpulse::config::Overrides {
+    Ok(toolpulse::config::Overrides {
         listen: args.listen,
         admin_listen: args.admin_listen,
         upstream,
-    };
+    })
+}
+
+fn serve(args: ServeArgs, config_from_env: bool) -> anyhow::Result<()> {
+    let path = args.config.as_deref().map(|p| (p, config_from_env));
+    let mut config = load_config(path)?;
+    let overrides = overrides(&args)?;
     overrides.apply(&mut config);
     init_logs(args.log_format);
     runtime()?.block_on(toolpulse::serve::run(config, args.config, overrides))
@@ -181,14 +201,20 @@ fn init_logs(format: LogFormat) {
     }
 }
 
-fn load_config(path: Option<&Path>) -> anyhow::Result<Config> {
+/// The config file (and whether `TOOLPULSE_CONFIG` named it), else the defaults.
+fn load_config(path: Option<(&Path, bool)>) -> anyhow::Result<Config> {
     Ok(match path {
-        Some(path) => Config::load(path)?,
+        Some((path, false)) => Config::load(path)?,
+        Some((path, true)) => Config::load(path).context("the config TOOLPULSE_CONFIG names")?,
         None => Config::from_environment()?,
     })
 }
 
-fn rewrite(config: Option<&Path>, profiles: Option<&str>, input: &Path) -> anyhow::Result<()> {
+fn rewrite(
+    config: Option<(&Path, bool)>,
+    profiles: Option<&str>,
+    input: &Path,
+) -> anyhow::Result<()> {
     let config = Arc::new(load_config(config)?);
     let mut rewriter = Rewriter::new(config).with_wall_clock(SystemTime::now(), Instant::now());
     if let Some(list) = profiles {
@@ -222,10 +248,23 @@ fn rewrite(config: Option<&Path>, profiles: Option<&str>, input: &Path) -> anyho
 
 /// Writes with `write!` to a locked stdout, never `print!`: a reader that went away
 /// (`check … | head -1`) is an error here that `main` ends quietly on, not a panic.
-fn check(file: &Path, upstream_sample: Option<&Path>) -> anyhow::Result<()> {
-    let config = Config::load(file)?;
+fn check(
+    file: &Path,
+    overrides: &toolpulse::config::Overrides,
+    upstream_sample: Option<&Path>,
+) -> anyhow::Result<()> {
+    let mut config = Config::load(file)?;
+    overrides.apply(&mut config);
     let mut stdout = io::stdout().lock();
     write!(stdout, "{}: valid\n\n{}", file.display(), config.describe())?;
+    if let Some(warning) = config
+        .proxy
+        .upstream
+        .as_ref()
+        .and_then(toolpulse::config::upstream_path_warning)
+    {
+        writeln!(stdout, "warning: {warning}")?;
+    }
     if let Some(sample) = upstream_sample {
         let input =
             std::fs::read(sample).with_context(|| format!("cannot read {}", sample.display()))?;
@@ -242,14 +281,13 @@ fn describe_unconfigured(sample: &Path, names: &std::collections::BTreeSet<Strin
     if names.is_empty() {
         return format!("upstream sample {sample}: no tool ran without a [[tools]] rule\n");
     }
-    let quoted: Vec<String> = names.iter().map(|n| format!("{n:?}")).collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
     format!(
         "upstream sample {sample}: these tools ran as generic functions, without events, \
          because no [[tools]] rule names them:\n  {}\n\
-         to show them (as MCP tools here; see `kind` in config/toolpulse.toml), add:\n\
-         [[tools]]\nmatch = [{}]\nkind = \"mcp\"\n",
-        names.iter().cloned().collect::<Vec<_>>().join("\n  "),
-        quoted.join(", ")
+         to show them (as MCP tools here; see `kind` in config/toolpulse.toml), add:\n{}\n",
+        names.join("\n  "),
+        toolpulse::unconfigured::rule(&names)
     )
 }
 

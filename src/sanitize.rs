@@ -439,10 +439,10 @@ impl PartialRedactor {
                 }
             }
             ':' => {
-                if let Some(Frame::Object { phase, .. }) = self.stack.last_mut() {
-                    if *phase == Phase::Colon {
-                        *phase = Phase::Value;
-                    }
+                if let Some(Frame::Object { phase, .. }) = self.stack.last_mut()
+                    && *phase == Phase::Colon
+                {
+                    *phase = Phase::Value;
                 }
             }
             '"' => {

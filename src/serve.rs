@@ -37,6 +37,14 @@ pub async fn run(
     overrides: Overrides,
 ) -> anyhow::Result<()> {
     let config = Arc::new(config);
+    if let Some(warning) = config
+        .proxy
+        .upstream
+        .as_ref()
+        .and_then(crate::config::upstream_path_warning)
+    {
+        tracing::warn!("{warning}");
+    }
     let mut proxy = Proxy::new(config.clone())?;
     let bus = match &config.progress.bus {
         Some(bus) => Some(BusHub::start(
@@ -69,10 +77,20 @@ pub async fn run(
     let admin = Arc::new(Admin::new(proxy.metrics().clone()));
     let listener = TcpListener::bind(config.proxy.listen)
         .await
-        .with_context(|| format!("cannot listen on {} (proxy.listen)", config.proxy.listen))?;
+        .with_context(|| {
+            let at = config.proxy.listen;
+            format!("cannot listen on {at} (proxy.listen; --listen ADDR or TOOLPULSE_LISTEN)")
+        })?;
     let admin_listener = TcpListener::bind(config.admin.listen)
         .await
-        .with_context(|| format!("cannot listen on {} (admin.listen)", config.admin.listen))?;
+        .with_context(|| {
+            // The admin port is the one users forget they have: say how to move it.
+            let at = config.admin.listen;
+            format!(
+                "cannot listen on {at} for the admin endpoints (admin.listen); pick another \
+             address with --admin-listen ADDR or TOOLPULSE_ADMIN_LISTEN, e.g. 127.0.0.1:0"
+            )
+        })?;
     let admin_addr = admin_listener.local_addr()?;
     let front = match hub {
         Some((_, hub)) => Front::new(&config, hub, proxy.metrics().clone())?

@@ -40,13 +40,47 @@ pub fn unconfigured_name(observation: &Observation) -> Option<&str> {
     }
 }
 
-/// One line for the log: the name, what happened, and the config that would show the tool.
-/// Names are quoted with escapes, so one from the upstream cannot break the line.
+/// For the log: the name and what happened on one line, then the rule that would show the
+/// tool as the lines to paste into the config. Names are quoted with escapes ([`toml_string`]),
+/// so one from the upstream can neither add a line nor break the rule.
 pub fn advice(name: &str) -> String {
     format!(
-        "tool {name:?} has no [[tools]] rule and was treated as a generic function (no lifecycle \
-         events); to show it, add to the config: [[tools]] match = [{name:?}] kind = \"mcp\""
+        "tool {} has no [[tools]] rule and was treated as a generic function (no lifecycle \
+         events); to show it, add to the config:\n{}",
+        toml_string(name),
+        rule(&[name])
     )
+}
+
+/// The `[[tools]]` rule that shows `names` as MCP tools, as TOML lines (no final newline); a
+/// glob character or a backslash in a name is matched as itself.
+pub fn rule(names: &[&str]) -> String {
+    let quoted: Vec<String> = names
+        .iter()
+        // A backslash escapes in a glob (on Unix): doubled, it is itself.
+        .map(|n| toml_string(&globset::escape(n).replace('\\', "\\\\")))
+        .collect();
+    format!("[[tools]]\nmatch = [{}]\nkind = \"mcp\"", quoted.join(", "))
+}
+
+/// `text` as a TOML basic string: quotes and backslashes escaped, and every control character
+/// (TOML allows none raw but tab; here not even tab) as `\uXXXX`.
+pub fn toml_string(text: &str) -> String {
+    use std::fmt::Write;
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push('"');
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if c.is_control() => {
+                let _ = write!(out, "\\u{:04X}", u32::from(c));
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
 }
 
 /// The names one proxy has reported, shared by its streams.
@@ -71,7 +105,8 @@ impl Reported {
             }
             names.len() == MAX_REPORTED_NAMES
         };
-        tracing::info!(tool = name, "{}", advice(name));
+        // No fields: in the text format they would follow the message, on the rule's last line.
+        tracing::info!("{}", advice(name));
         if full {
             tracing::info!(
                 "{MAX_REPORTED_NAMES} tools without a [[tools]] rule reported; further ones are not"
@@ -153,13 +188,30 @@ mod tests {
     }
 
     #[test]
-    fn advice_is_one_line_with_the_rule_to_add() {
+    fn advice_ends_with_the_rule_as_lines_to_paste() {
         let text = advice("lookup_user");
-        assert!(
-            text.ends_with(r#"[[tools]] match = ["lookup_user"] kind = "mcp""#),
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines[1..],
+            ["[[tools]]", r#"match = ["lookup_user"]"#, r#"kind = "mcp""#],
             "{text}"
         );
-        assert!(!advice("a\nb").contains('\n'));
+        assert!(lines[0].starts_with(r#"tool "lookup_user" has no [[tools]] rule"#));
+        // Whatever the upstream names a tool: four lines, and the rule classifies that name.
+        for name in [
+            "lookup_user",
+            "a\nb",
+            "q\"uote\\back",
+            "tab\there\u{7f}\r",
+            "ünï",
+            "glob*[x",
+        ] {
+            let text = advice(name);
+            assert_eq!(text.lines().count(), 4, "{text:?}");
+            let pasted = text.split_once('\n').expect("the rule").1;
+            let config = Config::from_toml_str(pasted).unwrap_or_else(|e| panic!("{pasted}: {e}"));
+            assert_eq!(config.classifier.classify(name), Kind::Mcp, "{pasted}");
+        }
     }
 
     #[test]

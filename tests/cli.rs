@@ -160,6 +160,8 @@ fn toml_errors_are_printed_once() {
         assert_eq!(err.matches("TOML parse error").count(), 1, "{what}: {err}");
         assert_eq!(err.matches("invalid config").count(), 1, "{what}: {err}");
         assert!(err.contains(key) && err.contains(line), "{what}: {err}");
+        let file = format!("{}: invalid config", path.display());
+        assert!(err.contains(&file), "names the file: {what}: {err}");
     }
     std::fs::remove_dir_all(&dir).ok();
 }
@@ -265,7 +267,7 @@ fn the_readme_quickstart_says_how_to_get_the_binary_and_what_the_first_build_cos
     let rest = &readme[start + 1..];
     let quickstart = &rest[..rest[3..].find("\n## ").map_or(rest.len(), |i| i + 3)];
     for needle in [
-        "cargo install --path .",
+        "cargo install --locked --path .",
         "target/release/toolpulse",
         "minutes",
         "GB",
@@ -347,5 +349,122 @@ fn the_demo_prints_the_slow_tools_progress_before_its_result() {
     assert!(
         text.contains("response.mcp_call.failed  github_create_issue"),
         "{text}"
+    );
+}
+
+#[test]
+fn config_errors_name_the_file_and_the_type_in_words() {
+    let dir = temp_dir("named");
+    let path = dir.join("typed.toml");
+    std::fs::write(&path, "[heartbeat]\ninterval_ms = \"10s\"\n").expect("write");
+    let out = toolpulse(&["check", path.to_str().expect("path")]);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(err.contains("expected a whole number (0 or more)"), "{err}");
+    assert!(!err.contains("u64"), "serde's name for it: {err}");
+    // A file the user never typed: the variable that named it is said too.
+    let out = Command::new(env!("CARGO_BIN_EXE_toolpulse"))
+        .args(["--upstream", "http://127.0.0.1:9"])
+        .env("TOOLPULSE_CONFIG", &path)
+        .output()
+        .expect("run toolpulse");
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    let named = format!("TOOLPULSE_CONFIG names: {}: invalid config", path.display());
+    assert!(err.contains(&named), "{err}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn check_shows_the_addresses_and_upstream_given_before_it() {
+    let config = concat!(env!("CARGO_MANIFEST_DIR"), "/config/toolpulse.toml");
+    // As the image's ENTRYPOINT runs `docker run IMAGE check FILE`.
+    let args = [
+        "--listen",
+        "0.0.0.0:8080",
+        "--admin-listen",
+        "0.0.0.0:9464",
+        "check",
+        config,
+    ];
+    let out = toolpulse(&args);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("proxy: listen 0.0.0.0:8080 -> upstream (none"),
+        "{text}"
+    );
+    assert!(text.contains("admin: listen 0.0.0.0:9464"), "{text}");
+    assert!(!text.contains("warning"), "{text}");
+
+    let out = Command::new(env!("CARGO_BIN_EXE_toolpulse"))
+        .args(["check", config])
+        .env("TOOLPULSE_UPSTREAM", "http://gw:9000/v1/")
+        .env_remove("TOOLPULSE_LISTEN")
+        .output()
+        .expect("run toolpulse");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("proxy: listen 127.0.0.1:8080 -> upstream http://gw:9000/v1/"),
+        "{text}"
+    );
+    assert!(
+        text.contains("warning: the upstream http://gw:9000/v1 ends in /v1")
+            && text.contains("goes to http://gw:9000/v1/v1/responses")
+            && text.contains("give the upstream without it: http://gw:9000\n"),
+        "{text}"
+    );
+}
+
+#[test]
+fn an_address_without_a_host_is_answered_with_examples() {
+    let config = concat!(env!("CARGO_MANIFEST_DIR"), "/config/toolpulse.toml");
+    for args in [
+        &["--listen", "8183", "check", config][..],
+        &[
+            "--admin-listen",
+            ":8183",
+            "--upstream",
+            "http://127.0.0.1:9",
+        ],
+        &["demo", "--web", "--listen", "8183"],
+    ] {
+        let out = toolpulse(args);
+        assert!(!out.status.success(), "{args:?}");
+        let err = stderr(&out);
+        assert!(
+            err.contains("give 127.0.0.1:8183 (this machine only) or 0.0.0.0:8183"),
+            "{args:?}: {err}"
+        );
+    }
+    let out = toolpulse(&["health", "--admin", "localhost"]);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("such as 127.0.0.1:8080"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn a_taken_admin_port_says_how_to_pick_another() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let admin = taken.local_addr().expect("addr").to_string();
+    let args = [
+        "--upstream",
+        "http://127.0.0.1:9",
+        "--listen",
+        "127.0.0.1:0",
+        "--admin-listen",
+        &admin,
+    ];
+    let out = toolpulse(&args);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(
+        err.contains(&format!("cannot listen on {admin} for the admin endpoints"))
+            && err.contains("--admin-listen ADDR"),
+        "{err}"
     );
 }

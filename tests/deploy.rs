@@ -1205,3 +1205,238 @@ fn the_kubernetes_pod_answers_its_probes() {
     std::fs::remove_dir_all(&dir).ok();
     assert!(status.success(), "exit {status} after SIGTERM: {log:#?}");
 }
+
+// ---------------------------------------------------------------------------------------------
+// The README's commands and prerequisites, against the files they name.
+
+/// The README's commands: each line of its `sh` code blocks (continuations joined) and each
+/// inline code span.
+fn readme_commands() -> Vec<String> {
+    let readme = read_text(&repo("README.md"));
+    let mut commands = Vec::new();
+    // Inside a code block: whether it is a shell one.
+    let mut block: Option<bool> = None;
+    let mut joined = String::new();
+    for line in readme.lines() {
+        if let Some(fence) = line.strip_prefix("```") {
+            block = match block {
+                None => Some(fence == "sh"),
+                Some(_) => None,
+            };
+            continue;
+        }
+        if block == Some(false) {
+            continue;
+        }
+        if block == Some(true) {
+            match line.strip_suffix('\\') {
+                Some(head) => joined.push_str(head),
+                None => commands.push(std::mem::take(&mut joined) + line),
+            }
+        } else {
+            commands.extend(line.split('`').skip(1).step_by(2).map(String::from));
+        }
+    }
+    commands
+}
+
+#[test]
+fn every_cargo_build_the_readme_gives_is_locked() {
+    let builds = regex::Regex::new(r"\bcargo (install|build|run|test|bench|clippy)\b").expect("re");
+    let mut seen = 0;
+    for command in readme_commands() {
+        let starts: Vec<usize> = builds.find_iter(&command).map(|m| m.start()).collect();
+        for (i, &start) in starts.iter().enumerate() {
+            let end = starts.get(i + 1).copied().unwrap_or(command.len());
+            // Its own flags: before a comment, the next command or the program's arguments.
+            let own = command[start..end]
+                .split(['#', ';', '|'])
+                .next()
+                .and_then(|c| c.split(" -- ").next())
+                .and_then(|c| c.split("&&").next())
+                .unwrap_or_default();
+            assert!(own.contains(" --locked"), "not --locked: {command}");
+            seen += 1;
+        }
+    }
+    assert!(seen >= 5, "the README's cargo commands were not found");
+    let docker = read_text(&repo("Dockerfile"));
+    for line in docker.lines().filter(|l| l.contains("cargo build")) {
+        assert!(line.contains("--locked"), "Dockerfile: {line}");
+    }
+}
+
+#[test]
+fn the_readme_compose_command_sets_every_variable_the_file_requires() {
+    let compose = read_text(&repo("deploy/docker-compose.yml"));
+    let required = regex::Regex::new(r"\$\{([A-Za-z_][A-Za-z0-9_]*):\?").expect("re");
+    let required: Vec<&str> = required
+        .captures_iter(&compose)
+        .map(|c| c.get(1).expect("a name").as_str())
+        .collect();
+    assert!(required.contains(&"GATEWAY_IMAGE"), "{required:?}");
+    let assigned = regex::Regex::new(r"(?:^|\s)([A-Za-z_][A-Za-z0-9_]*)=").expect("re");
+    let commands: Vec<String> = readme_commands()
+        .into_iter()
+        .filter(|c| c.contains("docker compose -f deploy/docker-compose.yml"))
+        .collect();
+    assert!(!commands.is_empty(), "the README gives no compose command");
+    for command in commands {
+        let before = &command[..command.find("docker compose").expect("docker compose")];
+        let set: Vec<&str> = assigned
+            .captures_iter(before)
+            .map(|c| c.get(1).expect("a name").as_str())
+            .collect();
+        for name in &required {
+            assert!(
+                set.contains(name),
+                "{name} is required by deploy/docker-compose.yml; the README's command does not \
+                 set it: {command}"
+            );
+        }
+    }
+}
+
+#[test]
+fn the_image_has_one_name_everywhere() {
+    let version = env!("CARGO_PKG_VERSION");
+    let image = format!("toolpulse:{version}");
+
+    let compose = &load_yaml(&repo("deploy/docker-compose.yml"))[0];
+    let built = text(&compose["services"]["toolpulse"]["image"], "compose image");
+    assert_eq!(built, image, "deploy/docker-compose.yml");
+
+    let objects = kubernetes();
+    let containers = list(
+        &objects["Deployment"]["spec"]["template"]["spec"]["containers"],
+        "containers",
+    );
+    let pulled = text(&containers[0]["image"], "Deployment image");
+    assert_eq!(pulled, image, "deploy/kubernetes/deployment.yaml");
+    let kustomization = &load_yaml(&repo("deploy/kubernetes/kustomization.yaml"))[0];
+    let images = list(&kustomization["images"], "images");
+    let ours = images
+        .iter()
+        .find(|i| i["name"].as_str() == Some("toolpulse"))
+        .expect("kustomization.yaml names the toolpulse image");
+    assert_eq!(
+        text(&ours["newTag"], "newTag"),
+        version,
+        "kustomization.yaml"
+    );
+
+    // Every image name the README and the Dockerfile's comments give (not host:port URLs).
+    let named = regex::Regex::new(r"(?:^|[\s=])toolpulse:([A-Za-z0-9_.-]+)").expect("re");
+    let mut readme_docker = 0;
+    for command in readme_commands() {
+        if command.contains("docker build") || command.contains("docker run") {
+            readme_docker += 1;
+            assert!(command.contains(&image), "not {image}: {command}");
+        }
+        for name in named.captures_iter(&command) {
+            assert_eq!(&name[1], version, "{command}");
+        }
+    }
+    assert!(
+        readme_docker >= 3,
+        "the README's docker commands were not found"
+    );
+    for line in read_text(&repo("Dockerfile")).lines() {
+        for name in named.captures_iter(line) {
+            assert_eq!(&name[1], version, "Dockerfile: {line}");
+        }
+    }
+}
+
+/// `1.88` or `1.88.0` as comparable numbers.
+fn rust_version(text: &str) -> Vec<u64> {
+    let mut parts: Vec<u64> = text
+        .split('.')
+        .map(|p| p.parse().unwrap_or_else(|_| panic!("a version: {text}")))
+        .collect();
+    parts.resize(3, 0);
+    parts
+}
+
+#[test]
+fn rust_version_is_the_highest_the_locked_dependencies_need() {
+    // The host's part of the tree: cargo has those sources (the build fetched them), so no
+    // network is needed; the other platforms' crates need no newer Rust (checked when this
+    // was written: 1.88 either way).
+    let rustc = Command::new("rustc")
+        .arg("-vV")
+        .output()
+        .expect("rustc -vV");
+    let rustc = String::from_utf8(rustc.stdout).expect("utf-8");
+    let host = rustc
+        .lines()
+        .find_map(|l| l.strip_prefix("host: "))
+        .expect("rustc -vV names the host");
+    let metadata = Command::new(env!("CARGO"))
+        .args(["metadata", "--locked", "--format-version", "1"])
+        .args(["--filter-platform", host])
+        .current_dir(ROOT)
+        .output()
+        .expect("cargo metadata");
+    assert!(
+        metadata.status.success(),
+        "cargo metadata: {}",
+        String::from_utf8_lossy(&metadata.stderr)
+    );
+    let metadata: serde_json::Value =
+        serde_json::from_slice(&metadata.stdout).expect("cargo metadata's JSON");
+    let packages = metadata["packages"].as_array().expect("packages");
+    let ours = env!("CARGO_PKG_NAME");
+    let (needed, by) = packages
+        .iter()
+        .filter(|p| p["name"] != ours)
+        .filter_map(|p| {
+            Some((
+                rust_version(p["rust_version"].as_str()?),
+                p["name"].as_str()?,
+            ))
+        })
+        .max()
+        .expect("dependencies with a rust-version");
+    assert!(packages.len() > 100, "the whole tree: {}", packages.len());
+    let declared = env!("CARGO_PKG_RUST_VERSION");
+    assert_eq!(
+        rust_version(declared),
+        needed,
+        "Cargo.toml's rust-version is {declared}; the locked tree needs {needed:?} ({by})"
+    );
+    let readme = read_text(&repo("README.md"));
+    assert!(
+        readme.contains(&format!("**Rust {declared} or newer**")),
+        "the README's prerequisites name another Rust than {declared}"
+    );
+}
+
+#[test]
+fn the_image_check_shows_the_addresses_the_container_listens_on() {
+    let docker = Dockerfile::load();
+    let entrypoint = docker.entrypoint();
+    let config = docker
+        .origin(&docker.env("TOOLPULSE_CONFIG"))
+        .expect("from the repo");
+    // `docker run IMAGE check FILE`: the arguments follow the ENTRYPOINT's.
+    let out = Command::new(env!("CARGO_BIN_EXE_toolpulse"))
+        .args(&entrypoint[1..])
+        .args(["check", repo(&config).to_str().expect("utf-8 path")])
+        .env_remove("TOOLPULSE_LISTEN")
+        .env_remove("TOOLPULSE_ADMIN_LISTEN")
+        .output()
+        .expect("run toolpulse check");
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{shown}");
+    let listen = flag(&entrypoint, "--listen");
+    let admin = flag(&entrypoint, "--admin-listen");
+    assert!(
+        shown.contains(&format!("proxy: listen {listen} ")),
+        "{shown}"
+    );
+    assert!(
+        shown.contains(&format!("admin: listen {admin}\n")),
+        "{shown}"
+    );
+}

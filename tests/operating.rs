@@ -1,7 +1,9 @@
 //! Operating toolpulse, over real sockets: metrics after a tool stream, overload, and — with
 //! the real binary and real signals — readiness during drain, a drain that ends a stuck stream
 //! with its calls closed, SIGHUP reloads (valid: new streams use it; invalid: refused, on one
-//! log line), and the one line per name about a tool the gateway ran without a `[[tools]]` rule.
+//! log line), the one line per name about a tool the gateway ran without a `[[tools]]` rule
+//! (and the rule to paste), and an upstream URL ending in /v1: warned at start, and its 404s
+//! logged with the URL the upstream was asked for.
 
 mod common;
 
@@ -133,6 +135,8 @@ async fn overload_answers_503_with_an_openai_style_error() {
 struct Running {
     child: Child,
     lines: std_mpsc::Receiver<String>,
+    /// The lines before "toolpulse listening" (warnings about the config).
+    startup: Vec<String>,
     proxy: String,
     admin: String,
 }
@@ -162,9 +166,16 @@ impl Running {
                 let _ = tx.send(line);
             }
         });
-        let first = lines
-            .recv_timeout(Duration::from_secs(10))
-            .expect("a first log line");
+        let mut startup = Vec::new();
+        let first = loop {
+            let line = lines
+                .recv_timeout(Duration::from_secs(10))
+                .unwrap_or_else(|_| panic!("no \"toolpulse listening\" line: {startup:#?}"));
+            if line.contains("toolpulse listening") {
+                break line;
+            }
+            startup.push(line);
+        };
         let field = |name: &str| {
             let start = first.find(&format!("{name}=")).expect(name) + name.len() + 1;
             first[start..]
@@ -177,6 +188,7 @@ impl Running {
         Running {
             child,
             lines,
+            startup,
             proxy,
             admin,
         }
@@ -482,11 +494,53 @@ async fn a_tool_the_gateway_ran_without_a_rule_is_logged_once_per_name() {
     assert!(
         line.contains(
             r#"tool "get_weather" has no [[tools]] rule and was treated as a generic function"#
-        ),
+        ) && line.ends_with("add to the config:"),
         "{line}"
     );
+    // Then the rule, as lines to paste.
+    let at = lines.iter().position(|l| l == line).expect("the line");
+    assert_eq!(
+        lines[at + 1..at + 4],
+        ["[[tools]]", r#"match = ["get_weather"]"#, r#"kind = "mcp""#],
+        "{lines:#?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstream_ending_in_v1_is_warned_about_and_its_404_names_the_url() {
+    let gw = Gateway::start(|_| Reply {
+        head:
+            "HTTP/1.1 404 Not Found\r\ncontent-type: application/json\r\ntransfer-encoding: chunked"
+                .into(),
+        actions: vec![
+            common::gateway::Action::Chunk(b"{}".to_vec()),
+            common::gateway::Action::End,
+        ],
+    })
+    .await;
+    let config = temp_config("v1", "");
+    // As the README's OPENAI_BASE_URL invites: the gateway's base URL with its /v1.
+    let upstream = format!("{}/v1", gw.url());
+    let tp = Running::start(&config, &upstream);
+    let warning = tp.startup.iter().find(|l| l.contains(" WARN "));
+    let warning = warning.unwrap_or_else(|| panic!("no warning: {:#?}", tp.startup));
     assert!(
-        line.contains(r#"add to the config: [[tools]] match = ["get_weather"] kind = "mcp""#),
+        warning.contains(&format!("{upstream}/v1/responses"))
+            && warning.contains(&format!("give the upstream without it: {}", gw.url())),
+        "{warning}"
+    );
+    let response = post(
+        &http_client(),
+        format!("http://{}/v1/responses", tp.proxy),
+        REQUEST,
+    )
+    .await;
+    assert_eq!(response.status(), 404);
+    read_all(&mut response.into_body()).await;
+    let line = tp.log_line("path=/v1/responses");
+    assert!(
+        line.contains("status=404")
+            && line.contains(&format!("upstream_url={upstream}/v1/responses")),
         "{line}"
     );
 }

@@ -114,7 +114,7 @@ async fn a_flood_of_reports_is_paced_and_never_waits_for_the_client() {
     for n in 1..=REPORTS {
         let delivery = hub.post_now(Target::CallId("call_1".into()), report(f64::from(n)));
         assert_eq!(delivery, Delivery::Delivered);
-        if n % 10_000 == 0 {
+        if n.is_multiple_of(10_000) {
             tokio::task::yield_now().await;
         }
     }

@@ -1,5 +1,6 @@
 //! An `https://` upstream behind a private CA: trusted through `[proxy] upstream_ca`, refused
 //! (502) without it. The gateway is a rustls server on 127.0.0.1 with a certificate made here.
+//! An `https://` upstream that speaks plain HTTP: a 502 that says so.
 
 mod common;
 
@@ -134,4 +135,40 @@ async fn https_upstream_with_a_private_ca() {
         .to_bytes();
     assert!(String::from_utf8_lossy(&body).contains("proxy_error"));
     std::fs::remove_dir_all(&dir).ok();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_https_upstream_that_speaks_plain_http_is_named_as_such() {
+    // A plain HTTP server, as most answer a request they cannot read (hyper, nginx): a 400.
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    tokio::spawn(async move {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let mut hello = [0; 512];
+            let _ = stream.read(&mut hello).await;
+            let answer =
+                "HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\nconnection: close\r\n\r\n";
+            let _ = stream.write_all(answer.as_bytes()).await;
+        }
+    });
+    let upstream = format!("https://127.0.0.1:{port}");
+    let proxy = start_proxy(Config::default(), &upstream).await;
+    let response = post(&http_client(), format!("http://{proxy}/v1/responses"), "{}").await;
+    assert_eq!(response.status(), 502);
+    let body = response
+        .into_body()
+        .collect()
+        .await
+        .expect("body")
+        .to_bytes();
+    let error: serde_json::Value = serde_json::from_slice(&body).expect("JSON");
+    assert_eq!(error["error"]["code"], "upstream_unreachable");
+    let message = error["error"]["message"].as_str().expect("a message");
+    assert!(
+        message.contains("InvalidContentType")
+            && message.contains("does not speak TLS")
+            && message.contains("try http:// instead of https://"),
+        "{message}"
+    );
 }

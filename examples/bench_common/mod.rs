@@ -227,7 +227,7 @@ impl Script {
                 self.rounds += 1;
                 let r = self.random();
                 self.tool = TOOL_NAMES[(r % TOOL_NAMES.len() as u64) as usize];
-                self.fails = (r >> 8) % 5 == 0;
+                self.fails = (r >> 8).is_multiple_of(5);
                 self.stage = Stage::Round(0);
                 return self.next(out, t_ns);
             }

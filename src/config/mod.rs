@@ -67,6 +67,13 @@ pub enum ConfigError {
         line: usize,
         message: String,
     },
+    /// An error in the file at `path` ([`Config::load`]): said with the file's name, since it may
+    /// come from `TOOLPULSE_CONFIG` rather than the command line.
+    #[error("{path}: {error}")]
+    InFile {
+        path: String,
+        error: Box<ConfigError>,
+    },
 }
 
 /// How much of the offending line a one-line syntax error quotes.
@@ -74,8 +81,8 @@ const MAX_QUOTED_LINE_CHARS: usize = 80;
 
 impl ConfigError {
     fn syntax(error: toml::de::Error, text: &str) -> ConfigError {
-        let report = error.to_string().trim_end().to_string();
-        let message = join_lines(error.message());
+        let report = plain_types(error.to_string().trim_end());
+        let message = plain_types(&join_lines(error.message()));
         let brief = match error.span() {
             Some(span) => {
                 let mut at = span.start.min(text.len());
@@ -102,9 +109,39 @@ impl ConfigError {
     pub fn one_line(&self) -> String {
         match self {
             ConfigError::Syntax { brief, .. } => format!("invalid config: {brief}"),
+            ConfigError::InFile { path, error } => format!("{path}: {}", error.one_line()),
             other => join_lines(&other.to_string()),
         }
     }
+}
+
+/// serde's names of the types a key expects (`expected u64`), said in words a config's reader
+/// knows (`expected a whole number (0 or more)`); what was found is said in TOML's words too.
+fn plain_types(message: &str) -> String {
+    const WORDS: [(&str, &str); 5] = [
+        (
+            r"expected (u8|u16|u32|u64|u128|usize)\b",
+            "expected a whole number (0 or more)",
+        ),
+        (
+            r"expected (i8|i16|i32|i64|i128|isize)\b",
+            "expected a whole number",
+        ),
+        (r"expected (f32|f64)\b", "expected a number such as 1.0"),
+        (r"expected a boolean\b", "expected true or false"),
+        (
+            r"expected a sequence\b",
+            "expected a list such as [\"a\", \"b\"]",
+        ),
+    ];
+    let mut text = message.to_string();
+    for (pattern, words) in WORDS {
+        let regex = regex::Regex::new(pattern).expect("a valid pattern");
+        text = regex.replace_all(&text, words).into_owned();
+    }
+    text.replace("invalid type: sequence", "invalid type: a list")
+        .replace("invalid type: map", "invalid type: a table")
+        .replace("expected a map", "expected a table")
 }
 
 /// Text on one line: its lines trimmed and joined by a space (a regex error has several).
@@ -248,6 +285,43 @@ impl Overrides {
             config.proxy.upstream = Some(upstream.clone());
         }
     }
+}
+
+/// The path clients' requests start with: the OpenAI SDKs' base URL ends in it
+/// (`OPENAI_BASE_URL=http://toolpulse:8080/v1`), so requests arrive as `/v1/responses`.
+pub const CLIENT_PATH: &str = "/v1";
+
+/// A warning for an upstream whose path ends in [`CLIENT_PATH`]: its prefix goes before the
+/// client's path, so `http://gw:9000/v1` sends `/v1/responses` to `/v1/v1/responses`, which a
+/// gateway answers 404. A gateway may really serve under such a prefix, so this only warns.
+pub fn upstream_path_warning(upstream: &Uri) -> Option<String> {
+    let path = upstream.path().trim_end_matches('/');
+    let base = path.strip_suffix(CLIENT_PATH)?;
+    let origin = match (upstream.scheme_str(), upstream.authority()) {
+        (Some(scheme), Some(authority)) => format!("{scheme}://{authority}"),
+        _ => return None,
+    };
+    Some(format!(
+        "the upstream {origin}{path} ends in {CLIENT_PATH}, which clients send themselves: \
+         POST {CLIENT_PATH}/responses goes to {origin}{path}{CLIENT_PATH}/responses. If the \
+         gateway serves {CLIENT_PATH}/responses, give the upstream without it: {origin}{base}"
+    ))
+}
+
+/// Parses a listen address, with an example in the error: `8183` alone, the most common slip,
+/// is answered with the two addresses it may have meant.
+pub fn parse_listen(text: &str) -> Result<SocketAddr, String> {
+    text.parse().map_err(
+        |_| match text.trim().trim_start_matches(':').parse::<u16>() {
+            Ok(port) => format!(
+                "{text:?} is a port without an address: give 127.0.0.1:{port} (this machine \
+                 only) or 0.0.0.0:{port} (every interface)"
+            ),
+            Err(_) => format!(
+                "{text:?} is not an address such as 127.0.0.1:8080, 0.0.0.0:8080 or [::1]:8080"
+            ),
+        },
+    )
 }
 
 /// Parses and checks an upstream base URL: `http`/`https`, an authority, no query.
@@ -601,15 +675,19 @@ impl Config {
     }
 
     /// Reads and validates a config file; the `[progress] token` may come from
-    /// [`PROGRESS_TOKEN_ENV`].
+    /// [`PROGRESS_TOKEN_ENV`]. Its errors name the file.
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
         let text = std::fs::read_to_string(path).map_err(|error| ConfigError::Read {
             path: path.display().to_string(),
             error,
         })?;
         // An empty variable counts as unset, as shells and compose files often leave it.
-        Config::from_toml_with_env(&text, &|name| {
+        let config = Config::from_toml_with_env(&text, &|name| {
             std::env::var(name).ok().filter(|v| !v.is_empty())
+        });
+        config.map_err(|error| ConfigError::InFile {
+            path: path.display().to_string(),
+            error: Box::new(error),
         })
     }
 }

@@ -83,11 +83,12 @@ fn toml_errors_are_said_once_and_fit_on_one_line_for_logs() {
     let e = Config::from_toml_str("[heartbeat]\ninterval_ms = \"10s\"\n").expect_err("invalid");
     // `{:#}` in main and anyhow's chains add the source: there must be none to repeat.
     assert!(e.source().is_none());
-    assert_eq!(e.to_string().matches("expected u64").count(), 1, "{e}");
+    let expected = "expected a whole number (0 or more)";
+    assert_eq!(e.to_string().matches(expected).count(), 1, "{e}");
     assert_eq!(
         e.one_line(),
-        "invalid config: line 2, column 15: invalid type: string \"10s\", expected u64 \
-         (in `interval_ms = \"10s\"`)"
+        "invalid config: line 2, column 15: invalid type: string \"10s\", expected a whole \
+         number (0 or more) (in `interval_ms = \"10s\"`)"
     );
     let e = Config::from_toml_str("[heartbeat\n").expect_err("invalid");
     assert!(
@@ -426,4 +427,134 @@ fn telemetry_errors_name_key_and_line() {
     assert!(e.contains("not an HTTP header name"), "{e}");
     let e = error("[telemetry]\nendpoint = \"http://c:4318\"\n");
     assert!(e.contains("unknown field `endpoint`"), "{e}");
+}
+
+#[test]
+fn type_errors_say_the_expected_type_in_words() {
+    let serde = regex::Regex::new(r"\b([ui](8|16|32|64|size)|f64|sequence|a boolean)\b");
+    let serde = serde.expect("valid");
+    for (text, words) in [
+        (
+            "[limits]\nmax_open_calls = -1\n",
+            "expected a whole number (0 or more)",
+        ),
+        (
+            "[telemetry]\nsample_ratio = \"all\"\n",
+            "expected a number such as 1.0",
+        ),
+        (
+            "[proxy]\npreserve_host = \"yes\"\n",
+            "expected true or false",
+        ),
+        (
+            "[sanitize]\nredact_keys = \"x\"\n",
+            "expected a list such as [\"a\", \"b\"]",
+        ),
+        (
+            "[sanitize]\nmax_string_bytes = [1]\n",
+            "invalid type: a list",
+        ),
+    ] {
+        let e = Config::from_toml_str(text).expect_err("invalid");
+        let (full, one) = (e.to_string(), e.one_line());
+        for message in [&full, &one] {
+            assert!(message.contains(words), "{text}: {message}");
+            assert!(
+                !serde.is_match(message),
+                "serde's words in {text}: {message}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_file_s_errors_name_the_file() {
+    let dir = std::env::temp_dir().join(format!("toolpulse-config-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let path = dir.join("named.toml");
+    for text in [
+        "[heartbeat]\ninterval_ms = \"10s\"\n",
+        "[limits]\nmax_open_calls = 0\n",
+    ] {
+        std::fs::write(&path, text).expect("write");
+        let e = Config::load(&path).expect_err("invalid");
+        let named = format!("{}: invalid config", path.display());
+        assert!(e.to_string().starts_with(&named), "{e}");
+        let line = format!("{named}: line 2");
+        assert!(e.one_line().starts_with(&line), "{}", e.one_line());
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn a_listen_address_error_gives_examples() {
+    assert_eq!(
+        parse_listen("0.0.0.0:8183"),
+        Ok(([0, 0, 0, 0], 8183).into())
+    );
+    let e = parse_listen("8183").expect_err("a port alone");
+    assert!(
+        e.contains("give 127.0.0.1:8183 (this machine only) or 0.0.0.0:8183"),
+        "{e}"
+    );
+    let e = parse_listen("localhost:80").expect_err("a name");
+    assert!(e.contains("such as 127.0.0.1:8080"), "{e}");
+}
+
+#[test]
+fn an_upstream_ending_in_the_clients_path_is_warned_about() {
+    let warning = |url: &str| upstream_path_warning(&parse_upstream(url).expect("valid"));
+    for url in [
+        "http://gw:9000",
+        "http://gw:9000/",
+        "https://gw/api",
+        "http://gw/v10",
+    ] {
+        assert_eq!(warning(url), None, "{url}");
+    }
+    let text = warning("https://gw:9000/v1/").expect("a warning");
+    assert!(
+        text.contains("POST /v1/responses goes to https://gw:9000/v1/v1/responses"),
+        "{text}"
+    );
+    assert!(text.ends_with("without it: https://gw:9000"), "{text}");
+    let text = warning("http://gw/openai/v1").expect("a warning");
+    assert!(text.ends_with("without it: http://gw/openai"), "{text}");
+}
+
+/// `config/toolpulse.toml` without its `[[tools]]` tables (examples, not defaults).
+fn without_tool_rules(text: &str) -> String {
+    let mut in_rule = false;
+    let mut kept = String::new();
+    for line in text.lines() {
+        let trimmed = line.trim();
+        if trimmed == "[[tools]]" {
+            in_rule = true;
+            continue;
+        }
+        if in_rule && (trimmed.is_empty() || trimmed.starts_with('[')) {
+            in_rule = false;
+        }
+        if !in_rule {
+            kept.push_str(line);
+            kept.push('\n');
+        }
+    }
+    kept
+}
+
+#[test]
+fn the_documented_config_shows_the_built_in_defaults() {
+    let text = include_str!("../../config/toolpulse.toml");
+    let rules_left_out = without_tool_rules(text);
+    assert_ne!(rules_left_out, text, "the file has example rules");
+    let no_env = |_: &str| None;
+    let mut file = Config::from_toml_with_env(&rules_left_out, &no_env).expect("valid");
+    let empty = Config::from_toml_with_env("", &no_env).expect("valid");
+    // What `toolpulse check` shows, then every resolved value (the hosted key is random per
+    // process unless configured).
+    assert_eq!(file.describe(), empty.describe());
+    assert!(!file.hosted.key_configured);
+    file.hosted.key = empty.hosted.key.clone();
+    assert_eq!(format!("{file:#?}"), format!("{empty:#?}"));
 }

@@ -44,6 +44,9 @@ pub struct RequestLog {
     /// `rewritten`, `passthrough`, `proxy_error` or `invalid_request`.
     pub response: &'static str,
     pub upstream_latency: Option<Duration>,
+    /// The URL the upstream answered 404 (scheme, authority, path; never the query): a wrong
+    /// path prefix in the upstream URL shows as a 404 whose cause the client's path hides.
+    pub not_found: Option<String>,
     pub bytes_out: u64,
     /// Set for rewritten streams.
     pub stream: Option<(StreamEnd, Stats)>,
@@ -62,6 +65,7 @@ impl RequestLog {
             status: 0,
             response: "proxy_error",
             upstream_latency: None,
+            not_found: None,
             bytes_out: 0,
             stream: None,
             tool_calls: 0,
@@ -131,6 +135,7 @@ impl Drop for RequestLog {
             path = %self.path,
             status = self.status,
             response = self.response,
+            upstream_url = self.not_found.as_deref().map(tracing::field::display),
             upstream_ms,
             duration_ms,
             stream_end = end,

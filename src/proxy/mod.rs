@@ -306,6 +306,10 @@ impl Proxy {
         };
         log.upstream_latency = Some(started.elapsed());
         log.status = response.status().as_u16();
+        if response.status() == http::StatusCode::NOT_FOUND {
+            let url = headers::upstream_uri(&self.upstream, &path, None);
+            log.not_found = url.ok().map(|url| url.to_string());
+        }
 
         let (mut head, body) = response.into_parts();
         headers::remove_hop_by_hop(&mut head.headers);

@@ -123,7 +123,11 @@ impl Upstream {
 
     async fn connect(&self, uri: &Uri) -> Result<Fresh, UpstreamError> {
         let failed = |e: Box<dyn std::error::Error + Send + Sync>| {
-            UpstreamError::Connect(error_chain(e.as_ref()))
+            let mut text = error_chain(e.as_ref());
+            if answered_tls_with_plain_text(e.as_ref()) {
+                text.push_str(NOT_TLS_HINT);
+            }
+            UpstreamError::Connect(text)
         };
         let mut connector = self.connector.clone();
         poll_fn(|cx| connector.poll_ready(cx))
@@ -236,6 +240,30 @@ fn drive(conn: &mut Conn, cx: &mut std::task::Context<'_>) -> Poll<()> {
             tracing::debug!(%error, "upstream connection ended with an error");
         }
     })
+}
+
+/// What rustls' "received corrupt message of type InvalidContentType" means for an upstream.
+const NOT_TLS_HINT: &str = " (the upstream does not speak TLS on this port: it answered the TLS \
+     handshake with something else, most likely plain HTTP; try http:// instead of https://)";
+
+/// Whether a failed connection is an `https://` upstream that answered the TLS handshake with
+/// bytes that are not TLS records (rustls' `InvalidContentType`), as a plain HTTP server does.
+fn answered_tls_with_plain_text(error: &(dyn std::error::Error + 'static)) -> bool {
+    let mut next = Some(error);
+    while let Some(e) = next {
+        if let Some(rustls::Error::InvalidMessage(message)) = e.downcast_ref::<rustls::Error>() {
+            return *message == rustls::InvalidMessage::InvalidContentType;
+        }
+        // An io::Error's source() skips the error it wraps (hyper-rustls wraps tokio-rustls'
+        // io::Error, which wraps rustls' error, in another): look inside it instead.
+        next = match e.downcast_ref::<std::io::Error>() {
+            Some(io) => io
+                .get_ref()
+                .map(|inner| inner as &(dyn std::error::Error + 'static)),
+            None => e.source(),
+        };
+    }
+    false
 }
 
 /// An error with its sources, on one line.
