@@ -107,6 +107,9 @@ pub struct Metrics {
     pub client_connections_closed: Family<ListenerReason, Counter>,
     /// Admin listener connections answered 503 because `[admin] max_connections` were open.
     pub admin_connections_rejected: Counter,
+    /// MCP `tools/call`s forwarded without being followed, by cause (connection_share,
+    /// registry_full, request_share: past the 64 a POST may have followed).
+    pub mcp_calls_unfollowed: Family<Cause, Counter>,
 }
 
 /// A listener (proxy, mcp, admin) and why toolpulse refused or closed something of it.
@@ -158,6 +161,7 @@ impl Metrics {
             request_bodies_refused: Family::default(),
             client_connections_closed: Family::default(),
             admin_connections_rejected: Counter::default(),
+            mcp_calls_unfollowed: Family::default(),
         };
         let r = &mut m.registry;
         r.register(
@@ -236,6 +240,13 @@ impl Metrics {
             "admin_connections_rejected",
             "Admin listener connections answered 503 because [admin] max_connections were open",
             m.admin_connections_rejected.clone(),
+        );
+        r.register(
+            "mcp_calls_unfollowed",
+            "MCP tools/call requests forwarded without their progress followed, by cause \
+             (connection_share: the connection has its share of the registry; registry_full; \
+             request_share: past the 64 one POST may have followed)",
+            m.mcp_calls_unfollowed.clone(),
         );
         r.register(
             "config_reloads",
@@ -342,6 +353,12 @@ impl Metrics {
     pub fn request_body_refused(&self, listener: &'static str, reason: &'static str) {
         let label = ListenerReason { listener, reason };
         self.request_bodies_refused.get_or_create(&label).inc();
+    }
+
+    pub fn mcp_call_unfollowed(&self, cause: &'static str) {
+        self.mcp_calls_unfollowed
+            .get_or_create(&Cause { cause })
+            .inc();
     }
 
     pub fn connection_closed(&self, listener: &'static str, reason: &'static str) {

@@ -485,3 +485,109 @@ async fn an_invalid_traceparent_restarts_the_trace_and_a_valid_one_is_continued(
         }
     }
 }
+
+/// A batch of `n` `tools/call`s numbered from `first`.
+fn batch(first: usize, n: usize) -> String {
+    let calls: Vec<String> = (first..first + n)
+        .map(|id| {
+            format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"steps","arguments":{{"n":{id}}}}}}}"#
+            )
+        })
+        .collect();
+    format!("[{}]", calls.join(","))
+}
+
+/// Issue 26 (5): one connection (HTTP/2, many streams of batched calls, answers held open)
+/// cannot take the whole registry: past its share its calls go on unfollowed, and another
+/// connection's call is still followed. With `[mcp] require_token`, the MCP paths want the
+/// token, and it never reaches the server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_connection_gets_its_share_of_followed_calls_and_no_more() {
+    let release = Arc::new(tokio::sync::Notify::new());
+    let held = release.clone();
+    let mut gw = Gateway::start(move |_| Reply {
+        head: Reply::sse(vec![]).head,
+        actions: vec![Action::Wait(held.clone()), Action::End],
+    })
+    .await;
+    let mut config = config(&gw, "");
+    config.clients.max_streams_per_connection = 16;
+    let l = start(config).await;
+    let url = format!("http://{}/srv", l.mcp);
+    let post = |client: &common::HttpClient, body: String| {
+        let request = http::Request::post(url.clone())
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(http_body_util::Full::new(bytes::Bytes::from(body)))
+            .expect("request");
+        client.request(request)
+    };
+    let abuser = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+        .http2_only(true)
+        .build_http();
+    // 6 × 64 calls on one HTTP/2 connection, every answer held open.
+    let mut held_open = Vec::new();
+    for i in 0..6 {
+        let response = post(&abuser, batch(i * 64, 64)).await.expect("answered");
+        assert_eq!(response.status(), 200);
+        held_open.push(response);
+    }
+    let share = toolpulse::mcp::calls::MAX_CALLS_PER_CONNECTION;
+    metric(&l.metrics, &format!("toolpulse_mcp_bound_calls {share}\n")).await;
+    let unfollowed = 6 * 64 - share;
+    let line =
+        format!("toolpulse_mcp_calls_unfollowed_total{{cause=\"connection_share\"}} {unfollowed}");
+    metric(&l.metrics, &line).await;
+    // Another connection's call is followed.
+    let other = common::http_client();
+    let response = post(&other, batch(1000, 1)).await.expect("answered");
+    held_open.push(response);
+    metric(
+        &l.metrics,
+        &format!("toolpulse_mcp_bound_calls {}\n", share + 1),
+    )
+    .await;
+    release.notify_waiters();
+    drop(held_open);
+    while let Ok(seen) = gw.requests.try_recv() {
+        assert!(seen.header("x-toolpulse-token").is_none());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_mcp_paths_can_require_the_token() {
+    let mut gw = Gateway::start(|_| json_gateway()).await;
+    let token = "a-progress-token-0123456789";
+    let extra = format!("[mcp]\nrequire_token = true\n[progress]\ntoken = \"{token}\"\n");
+    let l = start(config(&gw, &extra)).await;
+    let call = r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#;
+    for (given, status) in [
+        (None, "401"),
+        (Some("wrong-token-0123456789"), "401"),
+        (Some(token), "200"),
+    ] {
+        let header = given.map_or(String::new(), |t| format!("x-toolpulse-token: {t}\r\n"));
+        let request = format!(
+            "POST /srv HTTP/1.1\r\nhost: x\r\nconnection: close\r\ncontent-type: application/json\r\n\
+             {header}content-length: {}\r\n\r\n{call}",
+            call.len()
+        );
+        let answer = exchange(l.mcp, &request).await;
+        assert_eq!(
+            answer.split_whitespace().nth(1),
+            Some(status),
+            "{given:?}: {answer}"
+        );
+    }
+    let seen = gw
+        .requests
+        .recv()
+        .await
+        .expect("the one with the token went on");
+    assert!(
+        seen.header("x-toolpulse-token").is_none(),
+        "never sent to the server"
+    );
+    assert!(gw.requests.try_recv().is_err(), "the others did not");
+}

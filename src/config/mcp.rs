@@ -33,6 +33,9 @@ pub struct McpConfig {
     /// Connections open at once; more are answered 503 and closed.
     pub max_connections: usize,
     pub servers: Vec<McpServer>,
+    /// The MCP paths want `X-Toolpulse-Token: <[progress] token>` too (not only
+    /// `POST /v1/progress`).
+    pub require_token: bool,
 }
 
 impl McpConfig {
@@ -115,6 +118,7 @@ impl fmt::Debug for BearerToken {
 pub(super) struct RawMcp {
     pub(super) listen: Option<Spanned<String>>,
     pub(super) max_connections: Option<Spanned<usize>>,
+    pub(super) require_token: Option<Spanned<bool>>,
     pub(super) servers: Vec<RawMcpServer>,
 }
 
@@ -235,6 +239,17 @@ pub(super) fn mcp(
         let message = format!("not an address like {DEFAULT_MCP_LISTEN}: {e}");
         invalid("mcp.listen".into(), span.clone(), message)
     })?;
+    let require_token = raw.require_token.as_ref().is_some_and(|r| *r.get_ref());
+    if let Some(required) = raw.require_token.as_ref().filter(|r| *r.get_ref())
+        && progress.token.is_none()
+    {
+        let message = format!("needs [progress] token (or {PROGRESS_TOKEN_ENV}) to require");
+        return Err(invalid(
+            "mcp.require_token".into(),
+            required.span(),
+            message,
+        ));
+    }
     if !listen.ip().is_loopback() && progress.token.is_none() {
         let message = format!(
             "{listen} is reachable beyond this host: set [progress] token (or \
@@ -271,6 +286,7 @@ pub(super) fn mcp(
         listen,
         max_connections,
         servers,
+        require_token,
     }))
 }
 

@@ -13,6 +13,7 @@
 
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
@@ -26,6 +27,34 @@ use crate::progress::{BindingId, McpToolCall, Progress, ProgressHub, TraceId};
 pub const MAX_BOUND_CALLS: usize = 4096;
 /// `tools/call` requests followed per POST (a batch may hold more; those are not followed).
 pub const MAX_CALLS_PER_REQUEST: usize = 64;
+/// Calls one client connection may have followed at once: a sixteenth of the registry, so
+/// that one connection (or a few) cannot take progress away from every other; its further
+/// calls are forwarded without being followed.
+pub const MAX_CALLS_PER_CONNECTION: usize = MAX_BOUND_CALLS / 16;
+
+/// The calls one client connection has followed now.
+#[derive(Debug, Default)]
+pub struct Share(AtomicUsize);
+
+impl Share {
+    /// How many more calls the connection may have followed.
+    pub fn room(&self) -> usize {
+        MAX_CALLS_PER_CONNECTION.saturating_sub(self.0.load(Ordering::Relaxed))
+    }
+
+    fn take(&self) -> bool {
+        let taken = self.0.fetch_add(1, Ordering::AcqRel);
+        if taken >= MAX_CALLS_PER_CONNECTION {
+            self.0.fetch_sub(1, Ordering::AcqRel);
+            return false;
+        }
+        true
+    }
+
+    fn give_back(&self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 enum Key {
@@ -116,6 +145,8 @@ pub enum Seen {
 pub struct Calls {
     hub: Arc<dyn ProgressHub>,
     registry: Arc<Registry>,
+    /// The client connection's share of the registry.
+    share: Arc<Share>,
     metrics: Arc<Metrics>,
     server: String,
     session: Option<String>,
@@ -130,6 +161,7 @@ impl Calls {
     pub fn new(
         hub: Arc<dyn ProgressHub>,
         registry: Arc<Registry>,
+        share: Arc<Share>,
         metrics: Arc<Metrics>,
         server: String,
         session: Option<String>,
@@ -137,6 +169,7 @@ impl Calls {
         Calls {
             hub,
             registry,
+            share,
             metrics,
             server,
             session,
@@ -165,6 +198,10 @@ impl Calls {
             .as_deref()
             .and_then(TraceId::from_traceparent)
             .or(header_trace);
+        if !self.share.take() {
+            self.metrics.mcp_call_unfollowed("connection_share");
+            return;
+        }
         let binding = self.hub.bind(McpToolCall {
             server: self.server.clone(),
             function_name,
@@ -173,6 +210,8 @@ impl Calls {
         });
         if !self.registry.insert(key.clone(), binding) {
             self.hub.release(binding);
+            self.share.give_back();
+            self.metrics.mcp_call_unfollowed("registry_full");
             return;
         }
         if let Key::Ours(token) = &key {
@@ -227,6 +266,11 @@ impl Calls {
         }
     }
 
+    /// How many more calls the request's connection may have followed.
+    pub fn share_room(&self) -> usize {
+        self.share.room()
+    }
+
     /// How many of this request's calls are still open.
     pub fn len(&self) -> usize {
         self.open.len()
@@ -238,6 +282,7 @@ impl Calls {
 
     fn release(&self, key: &Key, binding: BindingId) {
         self.registry.remove(key);
+        self.share.give_back();
         self.hub.release(binding);
         self.metrics.mcp_bound_calls.dec();
     }
@@ -288,9 +333,11 @@ mod tests {
     fn calls(hub: &Arc<Hub>, registry: &Arc<Registry>, session: Option<&str>) -> Calls {
         let metrics = Arc::new(Metrics::new());
         let session = session.map(str::to_string);
+        let (hub, registry) = (hub.clone(), registry.clone());
         Calls::new(
-            hub.clone(),
-            registry.clone(),
+            hub,
+            registry,
+            Arc::default(),
             metrics,
             "srv".into(),
             session,

@@ -7,6 +7,7 @@
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
+use std::sync::Arc;
 
 use bytes::Bytes;
 use http::request::Parts;
@@ -17,7 +18,7 @@ use hyper::body::Incoming;
 use super::Front;
 use super::answer::Answer;
 use super::body::McpBody;
-use super::calls::{Calls, MAX_CALLS_PER_REQUEST};
+use super::calls::{Calls, MAX_CALLS_PER_REQUEST, Share};
 use super::jsonrpc;
 use super::log::McpLog;
 use super::reply;
@@ -37,6 +38,7 @@ pub async fn forward(
     server: &McpServer,
     request: Request<Incoming>,
     peer: SocketAddr,
+    share: &Arc<Share>,
     mut log: McpLog,
 ) -> Response<McpBody> {
     log.server = Some(server.name.clone());
@@ -44,7 +46,7 @@ pub async fn forward(
     let text = |name: &str| head.headers.get(name).and_then(|v| v.to_str().ok());
     let session = text("mcp-session-id").map(str::to_string);
     let header_trace = text("traceparent").and_then(TraceId::from_traceparent);
-    let mut calls = front.calls(&server.name, session);
+    let mut calls = front.calls(&server.name, session, share);
     let mut first_call = None;
     let body = if head.method == Method::POST && request_body::may_be_json(&head) {
         match read_calls(front, server, &mut head, body, &mut calls, header_trace).await {
@@ -167,8 +169,24 @@ async fn read_calls(
     let Some(whole) = whole else {
         return Ok((RequestBody::read(read), Vec::new(), None));
     };
-    let max_calls = MAX_CALLS_PER_REQUEST.min(front.registry.room());
+    let (registry_room, share_room) = (front.registry.room(), calls.share_room());
+    let max_calls = MAX_CALLS_PER_REQUEST.min(registry_room).min(share_room);
     let prepared = jsonrpc::prepare(&whole, max_calls, super::token::new);
+    if prepared.skipped > 0 {
+        let cause = match max_calls {
+            n if n == share_room && n < MAX_CALLS_PER_REQUEST.min(registry_room) => {
+                "connection_share"
+            }
+            n if n == registry_room && n < MAX_CALLS_PER_REQUEST => "registry_full",
+            _ => "request_share",
+        };
+        let skipped = prepared.skipped as u64;
+        front
+            .metrics
+            .mcp_calls_unfollowed
+            .get_or_create(&crate::metrics::Cause { cause })
+            .inc_by(skipped);
+    }
     let first = prepared
         .calls
         .first()

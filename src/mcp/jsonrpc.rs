@@ -41,6 +41,8 @@ pub struct Prepared {
     pub calls: Vec<ToolCall>,
     /// The JSON-RPC methods of the body, for the log (at most [`MAX_LOGGED_METHODS`]).
     pub methods: Vec<String>,
+    /// `tools/call` requests past `max_calls`: forwarded as they are, not followed.
+    pub skipped: usize,
 }
 
 pub const MAX_LOGGED_METHODS: usize = 8;
@@ -109,7 +111,11 @@ pub fn prepare(body: &[u8], max_calls: usize, mut new_token: impl FnMut() -> Str
                 .methods
                 .push(method.chars().take(MAX_LOGGED_METHOD_CHARS).collect());
         }
-        if envelope.method.as_deref() != Some("tools/call") || prepared.calls.len() >= max_calls {
+        if envelope.method.as_deref() != Some("tools/call") {
+            continue;
+        }
+        if prepared.calls.len() >= max_calls {
+            prepared.skipped += 1;
             continue;
         }
         let (Some(id), Some(params)) = (envelope.id, envelope.params) else {

@@ -36,8 +36,12 @@ use crate::proxy::budget::BodyBudget;
 use crate::proxy::client;
 use crate::telemetry::Telemetry;
 use body::McpBody;
-use calls::{Calls, Registry};
+use calls::{Calls, Registry, Share};
 use log::McpLog;
+
+/// The header that carries `[progress] token` on the MCP paths when `[mcp] require_token` is
+/// set (the gateway's `Authorization` belongs to the MCP server). Removed before forwarding.
+pub const TOKEN_HEADER: &str = "x-toolpulse-token";
 
 /// Shared state of the MCP listener.
 pub struct Front {
@@ -106,19 +110,26 @@ impl Front {
         &self.metrics
     }
 
-    fn calls(&self, server: &str, session: Option<String>) -> Calls {
+    fn calls(&self, server: &str, session: Option<String>, share: &Arc<Share>) -> Calls {
         let (hub, registry) = (self.hub.clone(), self.registry.clone());
         Calls::new(
             hub,
             registry,
+            share.clone(),
             self.metrics.clone(),
             server.to_string(),
             session,
         )
     }
 
-    /// Answers one request on the MCP listener.
-    pub async fn handle(&self, request: Request<Incoming>, peer: SocketAddr) -> Response<McpBody> {
+    /// Answers one request on the MCP listener; `share` is its connection's share of the calls
+    /// followed.
+    pub async fn handle(
+        &self,
+        mut request: Request<Incoming>,
+        peer: SocketAddr,
+        share: &Arc<Share>,
+    ) -> Response<McpBody> {
         let path = request.uri().path().to_string();
         let mut log = McpLog::new(self.metrics.clone(), request.method().clone(), &path);
         if let Some(problem) = crate::listen::host_problem(request.version(), request.headers()) {
@@ -129,9 +140,24 @@ impl Front {
         if path == endpoint::PATH {
             return endpoint::answer(self, request, log).await;
         }
+        // Toolpulse's own: never the server's.
+        let given = request.headers_mut().remove(TOKEN_HEADER);
+        if self.config.require_token
+            && !given.is_some_and(|g| {
+                self.progress_token
+                    .as_ref()
+                    .is_some_and(|t| t.matches(g.as_bytes()))
+            })
+        {
+            log.status = 401;
+            log.outcome = "invalid_token";
+            let message =
+                format!("{TOKEN_HEADER}: <[progress] token> is required ([mcp] require_token)");
+            return reply::error(StatusCode::UNAUTHORIZED, "invalid_token", &message, None);
+        }
         let name = path.strip_prefix('/').unwrap_or(&path);
         match self.config.server(name) {
-            Some(server) => forward::forward(self, server, request, peer, log).await,
+            Some(server) => forward::forward(self, server, request, peer, share, log).await,
             None => not_found(&path, log),
         }
     }

@@ -13,6 +13,7 @@ use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 
 use super::Front;
+use super::calls::Share;
 use crate::listen::{self, Shutdown};
 use crate::proxy::server::{accept, reject};
 
@@ -68,9 +69,10 @@ pub async fn serve(
         let watch = connections.clone();
         connections.spawn(async move {
             let metrics = front.metrics.clone();
+            let share = Arc::new(Share::default());
             let handle = move |request| {
-                let front = front.clone();
-                async move { front.handle(request, peer).await }
+                let (front, share) = (front.clone(), share.clone());
+                async move { front.handle(request, peer, &share).await }
             };
             let (closed, result) = listen::serve(&builder, stream, &watch, &limits, handle).await;
             if let Err(error) = result {
