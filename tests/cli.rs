@@ -468,3 +468,32 @@ fn a_taken_admin_port_says_how_to_pick_another() {
         "{err}"
     );
 }
+
+/// Issue 26 (7, 10): a config error never prints a secret: a syntax error on a secret's line
+/// (a token, a collector header, a bus URL with a password, a misspelt key) is said by line
+/// and column only, and an OTLP endpoint with a password in it is refused without echoing it.
+#[test]
+fn config_errors_never_print_a_secret() {
+    let dir = temp_dir("secrets");
+    let path = dir.join("secret.toml");
+    for text in [
+        "[progress]\ntoken = \"SUPERSECRET-0123456789\" x\n",
+        "[telemetry.headers]\nAuthorization = \"Basic SUPERSECRET\" x\n",
+        "[progress]\nbus = \"redis://:SUPERSECRET@redis:6379\" x\n",
+        "[progress]\ntokn = \"SUPERSECRET-0123456789\" x\n",
+        "[hosted]\nkey = \"SUPERSECRET\nmax_entries = 3\n",
+        "[telemetry]\notlp_endpoint = \"http://user:SUPERSECRET@127.0.0.1:4318\"\n",
+    ] {
+        std::fs::write(&path, text).expect("write");
+        let out = toolpulse(&["check", path.to_str().expect("path")]);
+        assert!(!out.status.success(), "{text}");
+        let err = stderr(&out);
+        assert!(!err.contains("SUPERSECRET"), "{text}: {err}");
+        assert!(err.contains("line 2"), "still says where: {err}");
+    }
+    // A line that holds no secret is still quoted.
+    std::fs::write(&path, "[heartbeat]\ninterval_ms = 10s\n").expect("write");
+    let err = stderr(&toolpulse(&["check", path.to_str().expect("path")]));
+    assert!(err.contains("interval_ms = 10s"), "{err}");
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -93,6 +93,14 @@ impl ConfigError {
                 let line_end = text[at..].find('\n').map_or(text.len(), |i| at + i);
                 let line = text[..at].matches('\n').count() + 1;
                 let column = text[line_start..at].chars().count() + 1;
+                if may_hold_a_secret(&text[..line_start], &text[line_start..line_end]) {
+                    let report = format!(
+                        "TOML parse error at line {line}, column {column}\n{message}\n\
+                         (the line is not shown: it may hold a secret)"
+                    );
+                    let brief = format!("line {line}, column {column}: {message}");
+                    return ConfigError::Syntax { report, brief };
+                }
                 let quoted: String = text[line_start..line_end]
                     .trim()
                     .chars()
@@ -113,6 +121,81 @@ impl ConfigError {
             other => join_lines(&other.to_string()),
         }
     }
+}
+
+/// The keys whose values are never secret: a line setting one of them may be quoted in an
+/// error. Any other line (a token, a key, a URL that may carry a password, a collector header,
+/// a misspelt or unknown key, a line whose key cannot be read) is not: it is said by its line
+/// and column only.
+const QUOTABLE_KEYS: &[&str] = &[
+    "match",
+    "kind",
+    "server_label",
+    "summary",
+    "count",
+    "output_patterns",
+    "interval_ms",
+    "max_event_bytes",
+    "max_open_calls",
+    "listen",
+    "upstream_ca",
+    "preserve_host",
+    "connect_timeout_ms",
+    "header_timeout_ms",
+    "drain_timeout_ms",
+    "max_connections",
+    "max_header_bytes",
+    "profiles",
+    "allowed_profiles",
+    "redact_keys",
+    "max_string_bytes",
+    "max_payload_bytes",
+    "name",
+    "call_name",
+    "bind_window_ms",
+    "min_interval_ms",
+    "bus_prefix",
+    "service_name",
+    "sample_ratio",
+    "record_payloads",
+    "max_entries",
+    "max_bytes",
+    "ttl_ms",
+    "max_json_bytes",
+    "head_timeout_ms",
+    "body_timeout_ms",
+    "idle_timeout_ms",
+    "ping_interval_ms",
+    "ping_timeout_ms",
+    "max_streams_per_connection",
+    "body_buffer_bytes",
+    "require_token",
+];
+
+/// Whether `line` (after the text `before` it) may hold a secret, so an error must not quote it.
+fn may_hold_a_secret(before: &str, line: &str) -> bool {
+    let line = line.trim();
+    if line.is_empty() || line.starts_with('#') {
+        return false;
+    }
+    if line.starts_with('[') {
+        // A table header holds no value, unless it is a value written where a header is.
+        return line.contains('=');
+    }
+    let section = before
+        .lines()
+        .rev()
+        .map(str::trim)
+        .find(|l| l.starts_with('['))
+        .unwrap_or("");
+    if section.trim_matches(['[', ']', ' ']) == "telemetry.headers" {
+        return true;
+    }
+    let Some((key, _)) = line.split_once('=') else {
+        return true;
+    };
+    let key = key.trim().trim_matches(['"', '\'']);
+    !QUOTABLE_KEYS.contains(&key)
 }
 
 /// serde's names of the types a key expects (`expected u64`), said in words a config's reader

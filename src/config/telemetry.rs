@@ -167,8 +167,16 @@ fn traces_url(text: &str, base: bool) -> Result<Uri, String> {
     if !matches!(uri.scheme_str(), Some("http" | "https")) {
         return Err("must start with http:// or https://".into());
     }
-    if uri.authority().is_none() {
+    let Some(authority) = uri.authority() else {
         return Err("must name a host".into());
+    };
+    if authority.as_str().contains('@') {
+        // Not echoed: the user part may carry a password.
+        return Err(
+            "must not carry a user or password (give credentials as a header in \
+             [telemetry.headers], e.g. Authorization = \"Basic ${OTLP_AUTH}\")"
+                .into(),
+        );
     }
     if uri.query().is_some() {
         return Err("must not have a query".into());

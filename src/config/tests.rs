@@ -558,3 +558,15 @@ fn the_documented_config_shows_the_built_in_defaults() {
     file.hosted.key = empty.hosted.key.clone();
     assert_eq!(format!("{file:#?}"), format!("{empty:#?}"));
 }
+
+#[test]
+fn a_reload_error_on_a_secret_line_does_not_quote_it() {
+    let error = Config::from_toml_str("[progress]\ntoken = \"SUPERSECRET-0123456789\" x\n")
+        .expect_err("a syntax error");
+    let line = error.one_line();
+    assert!(
+        line.contains("line 2, column") && !line.contains("SUPERSECRET"),
+        "{line}"
+    );
+    assert!(!error.to_string().contains("SUPERSECRET"), "{error}");
+}
