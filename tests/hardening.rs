@@ -281,17 +281,18 @@ async fn bodies_over_the_budget_are_refused_503_and_the_budget_comes_back() {
     let mut config = config(&gw, "");
     config.clients.body_timeout = Duration::from_secs(3);
     let l = start(config).await;
-    // 3 MiB each of bodies announced at 4 MiB, stalled: two fit the 8 MiB budget, the third
-    // does not, whichever listener it comes to.
+    // Bodies announced at 3 MiB (each charged 3 MiB, its buffer), stalled: two fill the three
+    // quarters of the 8 MiB budget that large bodies may take, the third does not fit,
+    // whichever listener it comes to.
     let mib = 1 << 20;
-    let first = stalled_post(l.proxy, "/v1/responses", 4 * mib, 3 * mib).await;
-    let second = stalled_post(l.mcp, "/srv", 4 * mib, 3 * mib).await;
+    let first = stalled_post(l.proxy, "/v1/responses", 3 * mib, 2 * mib).await;
+    let second = stalled_post(l.mcp, "/srv", 3 * mib, 2 * mib).await;
     let deadline = Instant::now() + PATIENCE;
     while l.budget.held() < 6 * mib {
         assert!(Instant::now() < deadline, "held {}", l.budget.held());
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    let mut third = stalled_post(l.proxy, "/v1/responses", 4 * mib, 3 * mib).await;
+    let mut third = stalled_post(l.proxy, "/v1/responses", 3 * mib, 2 * mib).await;
     let (answer, _) = until_closed_or_answered(&mut third.reader).await;
     assert!(
         answer.starts_with(b"HTTP/1.1 503"),
@@ -308,6 +309,23 @@ async fn bodies_over_the_budget_are_refused_503_and_the_budget_comes_back() {
         r#"toolpulse_request_bodies_refused_total{listener="proxy",reason="budget"} 1"#,
     )
     .await;
+    // An ordinary request is read all the same: a quarter is kept for small bodies.
+    let small = exchange(
+        l.proxy,
+        "POST /v1/responses HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\
+         content-type: application/json\r\ncontent-length: 2\r\n\r\n{}",
+    )
+    .await;
+    assert!(small.starts_with("HTTP/1.1 200"), "{small}");
+    assert_eq!(
+        l.budget.held(),
+        6 * mib,
+        "the stalled ones still hold theirs"
+    );
+    gw.requests
+        .recv()
+        .await
+        .expect("the small one reached the upstream");
     // The stalled ones time out and give their part back: a whole body goes through.
     drop((first, second));
     let client = common::http_client();

@@ -12,44 +12,81 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use http_body::{Body, Frame, SizeHint};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::{Instant, Sleep};
 
-/// The bytes of request bodies held in memory at once.
+/// Bodies up to this size may use the small bodies' reserve.
+pub const SMALL_BODY_BYTES: usize = 64 * 1024;
+
+/// The bytes of request bodies held in memory at once. A quarter is kept for small bodies
+/// (at most [`SMALL_BODY_BYTES`]): large bodies stalled to pin memory can take the rest but
+/// never that, so ordinary requests (most are a few KiB) go on being read while such an
+/// attack lasts.
 #[derive(Debug, Clone)]
 pub struct BodyBudget {
-    bytes: Arc<Semaphore>,
+    shared: Arc<Semaphore>,
+    small: Arc<Semaphore>,
     total: usize,
+}
+
+/// The part of the budget one body holds; given back when dropped or released.
+#[derive(Debug, Default)]
+pub struct Held {
+    shared: Option<OwnedSemaphorePermit>,
+    small: Option<OwnedSemaphorePermit>,
+}
+
+impl Held {
+    pub fn release(&mut self) {
+        self.shared.take();
+        self.small.take();
+    }
+}
+
+fn merge(into: &mut Option<OwnedSemaphorePermit>, permit: OwnedSemaphorePermit) {
+    match into {
+        Some(held) => held.merge(permit),
+        None => *into = Some(permit),
+    }
 }
 
 impl BodyBudget {
     pub fn new(total: usize) -> Self {
+        let total = total.min(Semaphore::MAX_PERMITS);
+        let small = total / 4;
         BodyBudget {
-            bytes: Arc::new(Semaphore::new(total.min(Semaphore::MAX_PERMITS))),
+            shared: Arc::new(Semaphore::new(total - small)),
+            small: Arc::new(Semaphore::new(small)),
             total,
         }
     }
 
     /// The bytes held now.
     pub fn held(&self) -> usize {
-        self.total.saturating_sub(self.bytes.available_permits())
+        let free = self.shared.available_permits() + self.small.available_permits();
+        self.total.saturating_sub(free)
     }
 
-    /// Takes `n` bytes of the budget into `held`; false when there are not that many left.
-    fn take(&self, n: usize, held: &mut Option<OwnedSemaphorePermit>) -> bool {
+    /// Takes `n` more bytes of the budget for a body whose buffer is then `size` bytes; false
+    /// when there are not that many left for it.
+    fn take(&self, n: usize, size: usize, held: &mut Held) -> bool {
         let Ok(n) = u32::try_from(n) else {
             return false;
         };
-        match self.bytes.clone().try_acquire_many_owned(n) {
+        if let Ok(permit) = self.shared.clone().try_acquire_many_owned(n) {
+            merge(&mut held.shared, permit);
+            return true;
+        }
+        if size > SMALL_BODY_BYTES {
+            return false;
+        }
+        match self.small.clone().try_acquire_many_owned(n) {
             Ok(permit) => {
-                match held {
-                    Some(held) => held.merge(permit),
-                    None => *held = Some(permit),
-                }
+                merge(&mut held.small, permit);
                 true
             }
             Err(_) => false,
@@ -79,16 +116,22 @@ impl ReadError {
     }
 }
 
-/// A body read (up to a limit): its frames, the part of the budget they hold, and the unread
-/// rest of a body over the limit.
+/// A body read (up to a limit): its frames (the data in one, then trailers if any), the part
+/// of the budget they hold, and the unread rest of a body over the limit.
 pub struct Read {
     pub frames: VecDeque<Frame<Bytes>>,
-    pub held: Option<OwnedSemaphorePermit>,
+    pub held: Held,
     pub rest: Option<Paced>,
 }
 
+/// The first buffer of a body whose length is not announced; it doubles from there.
+const FIRST_BUFFER_BYTES: usize = 16 * 1024;
+
 /// Reads `body` to its end, or until more than `limit` bytes were read (then the unread rest
-/// comes back too), within `timeout` and `budget`.
+/// comes back too), within `timeout` and `budget`. The data is copied into one buffer of its
+/// own as it arrives, sized by `Content-Length` when there is one (else doubling), and the
+/// budget is charged for that buffer's capacity, not the data's length: a frame of hyper's
+/// keeps its whole read buffer alive, so holding frames would hold more than they say.
 pub async fn read_up_to(
     mut body: Incoming,
     limit: usize,
@@ -96,29 +139,52 @@ pub async fn read_up_to(
     timeout: Duration,
 ) -> Result<Read, ReadError> {
     let deadline = Instant::now() + timeout;
-    let mut read = Read {
-        frames: VecDeque::new(),
-        held: None,
-        rest: None,
-    };
-    let mut bytes = 0;
+    let announced = body
+        .size_hint()
+        .exact()
+        .and_then(|n| usize::try_from(n).ok());
+    let mut held = Held::default();
+    let mut data = BytesMut::new();
+    let mut trailers = None;
+    let mut rest = None;
     loop {
         let frame = match tokio::time::timeout_at(deadline, body.frame()).await {
             Err(_) => return Err(ReadError::Timeout(timeout)),
-            Ok(None) => return Ok(read),
+            Ok(None) => break,
             Ok(Some(frame)) => frame?,
         };
-        let len = frame.data_ref().map_or(0, Bytes::len);
-        if !budget.take(len, &mut read.held) {
-            return Err(ReadError::OverBudget);
+        let chunk = match frame.into_data() {
+            Ok(chunk) => chunk,
+            Err(frame) => {
+                trailers = Some(frame);
+                continue;
+            }
+        };
+        let needed = data.len() + chunk.len();
+        if needed > data.capacity() {
+            let first = announced
+                .filter(|n| *n <= limit)
+                .unwrap_or(FIRST_BUFFER_BYTES);
+            let target = needed.max(2 * data.capacity()).max(first);
+            if !budget.take(target - data.capacity(), target, &mut held) {
+                return Err(ReadError::OverBudget);
+            }
+            data.reserve(target - data.len());
+            // Whatever the allocator gave beyond the target is charged too.
+            let extra = data.capacity().saturating_sub(target);
+            if extra > 0 && !budget.take(extra, data.capacity(), &mut held) {
+                return Err(ReadError::OverBudget);
+            }
         }
-        bytes += len;
-        read.frames.push_back(frame);
-        if bytes > limit {
-            read.rest = Some(Paced::new(body, timeout));
-            return Ok(read);
+        data.extend_from_slice(&chunk);
+        if data.len() > limit {
+            rest = Some(Paced::new(body, timeout));
+            break;
         }
     }
+    let mut frames = VecDeque::from([Frame::data(data.freeze())]);
+    frames.extend(trailers);
+    Ok(Read { frames, held, rest })
 }
 
 /// A request body streamed as it arrives, which may pause at most its timeout between frames.
@@ -184,16 +250,27 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_budget_is_taken_and_given_back() {
-        let budget = BodyBudget::new(100);
-        let mut held = None;
-        assert!(budget.take(60, &mut held));
-        assert!(budget.take(40, &mut held));
-        assert_eq!(budget.held(), 100);
-        let mut other = None;
-        assert!(!budget.take(1, &mut other), "over the budget");
-        drop(held);
+    fn the_budget_is_taken_and_given_back_and_a_quarter_is_kept_for_small_bodies() {
+        let mib = 1 << 20;
+        let budget = BodyBudget::new(8 * mib);
+        let mut large = Held::default();
+        assert!(budget.take(4 * mib, 4 * mib, &mut large));
+        assert!(budget.take(2 * mib, 6 * mib, &mut large));
+        assert_eq!(budget.held(), 6 * mib);
+        let mut other = Held::default();
+        assert!(
+            !budget.take(mib, mib, &mut other),
+            "large bodies get three quarters"
+        );
+        let mut small = Held::default();
+        assert!(
+            budget.take(1000, 1000, &mut small),
+            "a small body still fits"
+        );
+        assert_eq!(budget.held(), 6 * mib + 1000);
+        drop(large);
+        small.release();
         assert_eq!(budget.held(), 0);
-        assert!(budget.take(100, &mut other));
+        assert!(budget.take(6 * mib, 6 * mib, &mut other));
     }
 }

@@ -17,14 +17,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll};
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use http::request::Parts;
 use http::{HeaderValue, Method, header};
 use http_body::{Body, Frame, SizeHint};
 use hyper::body::Incoming;
-use tokio::sync::OwnedSemaphorePermit;
 
-use super::budget::{self, BodyBudget, Paced, ReadError};
+use super::budget::{self, BodyBudget, Held, Paced, ReadError};
 use crate::config::Config;
 use crate::dialect::request::{declared_functions, previous_response_id, set_previous_response_id};
 use crate::hosted::request::{map_input, signed_ids};
@@ -41,7 +40,7 @@ pub enum RequestBody {
     Read {
         frames: VecDeque<Frame<Bytes>>,
         /// The part of the body budget the frames hold, given back once they are sent.
-        held: Option<OwnedSemaphorePermit>,
+        held: Held,
         rest: Option<Rest>,
     },
 }
@@ -204,21 +203,15 @@ pub async fn prepare(
     Ok((RequestBody::Read { frames, held, rest }, facts))
 }
 
-/// The bytes of a body read whole; `None` when it had trailers.
-pub fn whole(frames: &VecDeque<Frame<Bytes>>) -> Option<BytesMut> {
-    if !frames.iter().all(Frame::is_data) {
-        return None;
+/// The bytes of a body read whole ([`budget::read_up_to`] puts them in one frame); `None`
+/// when it had trailers.
+pub fn whole(frames: &VecDeque<Frame<Bytes>>) -> Option<Bytes> {
+    let mut frames = frames.iter();
+    match (frames.next(), frames.next()) {
+        (None, _) => Some(Bytes::new()),
+        (Some(frame), None) => frame.data_ref().cloned(),
+        _ => None,
     }
-    let len = frames
-        .iter()
-        .filter_map(Frame::data_ref)
-        .map(Bytes::len)
-        .sum();
-    let mut whole = BytesMut::with_capacity(len);
-    for data in frames.iter().filter_map(Frame::data_ref) {
-        whole.extend_from_slice(data);
-    }
-    Some(whole)
 }
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -252,7 +245,7 @@ impl Body for RequestBody {
                 let frame = frames.pop_front();
                 if frames.is_empty() {
                     // Sent on (or being sent): the bytes are the upstream client's now.
-                    held.take();
+                    held.release();
                 }
                 match (frame, rest) {
                     (Some(frame), _) => Poll::Ready(Some(Ok(frame))),
