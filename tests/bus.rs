@@ -125,12 +125,16 @@ async fn a_call_open_on_one_replica_gets_progress_through_another() {
     };
     let (a, b) = (replica(&redis, WAIT).await, replica(&redis, WAIT).await);
     let stream = a.hub.streams().stream(None);
-    stream.call_running("call_1", "search", r#"{"q": "a", "n": 1}"#);
-    stream.call_running("call_2", "search", r#"{"q": "b"}"#);
+    // Everything published under the prefix, to look for argument values in it.
+    let heard = redis.listen(PREFIX);
+    stream.call_running("call_1", "search", r#"{"q": "alpha-secret", "n": 1}"#);
+    stream.call_running("call_2", "search", r#"{"q": "beta-secret"}"#);
     registered(&redis, "call_2").await;
 
     // By name and arguments (key order does not matter), from replica B.
-    let b1 = b.hub.bind(mcp("search", json!({"n": 1, "q": "a"}), None));
+    let b1 = b
+        .hub
+        .bind(mcp("search", json!({"n": 1, "q": "alpha-secret"}), None));
     assert_eq!(decided(&b.hub, b1, 1.0).await, Delivery::Delivered);
     assert_eq!(taken(&stream, 1).await, [("call_1".to_string(), 1.0)]);
     for n in 2..=4 {
@@ -153,12 +157,31 @@ async fn a_call_open_on_one_replica_gets_progress_through_another() {
     assert_eq!(taken(&stream, 1).await, [("call_2".to_string(), 2.0)]);
     b.hub.release(b1);
 
-    // Nothing in Redis names an argument value.
+    // Nothing in Redis holds an argument value: no key name, member or value, no message.
     let keys = redis.keys(PREFIX);
+    assert!(keys.iter().all(|(_, ttl)| *ttl > 0), "{keys:?}");
+    let contents = redis.contents(PREFIX);
     assert!(
-        keys.iter()
-            .all(|(k, ttl)| !k.contains("\"q\"") && !k.contains(":a:search:a") && *ttl > 0),
-        "{keys:?}"
+        contents.iter().any(|c| c.contains("call_1")),
+        "the calls are registered: {contents:?}"
+    );
+    assert!(
+        contents.iter().all(|c| !c.contains("secret")),
+        "{contents:?}"
+    );
+    let marker = heard.mark(&redis, PREFIX);
+    until("the listener heard all that was published", || {
+        heard.messages().iter().any(|m| m.ends_with(&marker))
+    })
+    .await;
+    let messages = heard.messages();
+    assert!(
+        messages.iter().any(|m| m.contains("step 4/5")),
+        "the reports went through Redis: {messages:?}"
+    );
+    assert!(
+        messages.iter().all(|m| !m.contains("secret")),
+        "{messages:?}"
     );
     let text = b.metrics.encode();
     assert!(!text.contains("progress_bus_errors_total{"), "{text}");
@@ -285,8 +308,7 @@ async fn an_mcp_call_that_comes_first_waits_for_its_call_on_another_replica() {
     // A binding whose window runs out is unmatched.
     let short = replica(&redis, Duration::from_millis(50)).await;
     let lonely = short.hub.bind(mcp("never", json!({}), None));
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    assert_eq!(short.hub.progress(lonely, report(1.0)), Delivery::Unmatched);
+    assert_eq!(decided(&short.hub, lonely, 1.0).await, Delivery::Unmatched);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -367,4 +389,67 @@ async fn a_call_that_opens_and_closes_within_the_batch_window_never_reaches_redi
     assert!(!redis.keys(PREFIX).iter().any(|(k, _)| k.contains("brief_")));
     drop(stream);
     until("no keys are left", || redis.keys(PREFIX).is_empty()).await;
+}
+
+/// How many times `op` failed on this replica's bus, as its metrics say.
+fn errors(metrics: &Metrics, op: &str) -> u64 {
+    let line = format!("toolpulse_progress_bus_errors_total{{op=\"{op}\"}} ");
+    let text = metrics.encode();
+    let count = text.lines().find_map(|l| l.strip_prefix(line.as_str()));
+    count.map_or(0, |n| n.trim().parse().expect("a count"))
+}
+
+/// Issue 26: a call that closes while the bus is cut off is removed once it is back. Redis is
+/// frozen (SIGSTOP), not restarted empty, so it still holds the registration to remove.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_that_close_during_an_outage_are_removed_once_the_bus_is_back() {
+    let test = "calls_that_close_during_an_outage_are_removed_once_the_bus_is_back";
+    let Some(redis) = RedisServer::start(test) else {
+        return;
+    };
+    let a = replica(&redis, WAIT).await;
+    let stream = a.hub.streams().stream(None);
+    let ended = a.hub.streams().stream(None);
+    stream.call_running("kept", "search", r#"{"q":"kept"}"#);
+    stream.call_running("gone", "search", r#"{"q":"gone"}"#);
+    ended.call_running("ended", "search", r#"{"q":"ended"}"#);
+    for call in ["kept", "gone", "ended"] {
+        registered(&redis, call).await;
+    }
+
+    redis.pause();
+    // A report by name asks Redis, gets no answer in time, and marks the bus down.
+    let tool = Target::Tool {
+        name: "search".into(),
+        arguments: Some(json!({"q": "nobody"})),
+    };
+    assert_eq!(a.hub.post(tool, report(1.0)).await, Delivery::Unmatched);
+    until("the bus is down", || !a.hub.is_up()).await;
+    let probes = errors(&a.metrics, "connect");
+    stream.call_finished("gone");
+    drop(ended);
+    // The registrar takes changes between probes: two more failed probes prove it has taken
+    // these while the bus was down (not once it was back, when they would go out at once).
+    until("two more probes failed", || {
+        errors(&a.metrics, "connect") >= probes + 2
+    })
+    .await;
+    assert!(!a.hub.is_up(), "still down while frozen");
+
+    redis.resume();
+    until("the bus is back", || a.hub.is_up()).await;
+    until("the closed calls are removed", || {
+        let contents = redis.contents(PREFIX);
+        contents
+            .iter()
+            .all(|c| !c.contains("gone") && !c.contains("ended"))
+    })
+    .await;
+    let contents = redis.contents(PREFIX);
+    assert!(
+        contents
+            .iter()
+            .any(|c| c.starts_with(&format!("{PREFIX}:c:kept "))),
+        "the open call stays registered: {contents:?}"
+    );
 }
