@@ -143,6 +143,31 @@ impl Gateway {
     pub fn url(&self) -> String {
         format!("http://{}", self.addr)
     }
+
+    /// The requests recorded before a marker (`GET /v1/models?marker`) sent now through
+    /// `proxy`: an absence check with a positive event. The gateway records a request before it
+    /// replies, and the proxy answers a client only after the gateway replied, so whatever an
+    /// earlier, answered client request made the proxy forward is in the list.
+    pub async fn requests_before_marker(&mut self, proxy: SocketAddr) -> Vec<Recorded> {
+        let target = "/v1/models?marker";
+        let request = http::Request::get(format!("http://{proxy}{target}"))
+            .body(http_body_util::Full::new(bytes::Bytes::new()))
+            .expect("request");
+        let response = super::http_client().request(request);
+        tokio::time::timeout(Duration::from_secs(10), response)
+            .await
+            .expect("the marker answered in time")
+            .expect("the marker answered");
+        let mut before = Vec::new();
+        loop {
+            let next = tokio::time::timeout(Duration::from_secs(10), self.requests.recv());
+            let request = next.await.expect("the marker in time").expect("recorded");
+            if request.target == target {
+                return before;
+            }
+            before.push(request);
+        }
+    }
 }
 
 /// Plays a reply; returns whether the connection can serve another request.
