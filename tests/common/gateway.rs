@@ -46,6 +46,9 @@ pub enum Action {
     Close,
     /// Resets the connection (RST, not FIN), mid-body.
     Reset,
+    /// Notes the wall-clock time now (before the next action), for tests that compare it with
+    /// timestamps the proxy reports.
+    Stamp(Arc<std::sync::Mutex<Vec<std::time::SystemTime>>>),
     /// Writes `chunk` (raw) `times` times, adding each write's size to `written`; stops when
     /// the peer goes away.
     Flood {
@@ -205,6 +208,11 @@ async fn play(stream: &mut TcpStream, reply: Reply, closed: &mpsc::UnboundedSend
                     let _ = closed.send(());
                 }
                 return false;
+            }
+            Action::Stamp(stamps) => {
+                let now = std::time::SystemTime::now();
+                stamps.lock().unwrap_or_else(|e| e.into_inner()).push(now);
+                Ok(())
             }
             Action::End => return stream.write_all(b"0\r\n\r\n").await.is_ok(),
             Action::Close => return false,
