@@ -19,6 +19,8 @@ pub struct Recorded {
     pub target: String,
     pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
+    /// Which connection it came on: 1 for the first the gateway accepted, and so on.
+    pub connection: u64,
 }
 
 impl Recorded {
@@ -44,6 +46,9 @@ pub enum Action {
     End,
     /// Drops the connection at once, mid-body.
     Close,
+    /// Shuts the connection's write side (FIN) and goes on reading: a request the peer still
+    /// sends on it is recorded (then its reply cannot be written, and the connection drops).
+    HalfClose,
     /// Resets the connection (RST, not FIN), mid-body.
     Reset,
     /// Notes the wall-clock time now (before the next action), for tests that compare it with
@@ -120,12 +125,13 @@ impl Gateway {
         let counter = accepted.clone();
         tokio::spawn(async move {
             while let Ok((stream, _)) = listener.accept().await {
-                counter.fetch_add(1, Ordering::Relaxed);
+                let connection = counter.fetch_add(1, Ordering::Relaxed) + 1;
                 let (handler, req_tx, closed_tx) =
                     (handler.clone(), req_tx.clone(), closed_tx.clone());
                 tokio::spawn(async move {
                     let mut stream = BufReader::new(stream);
-                    while let Some(request) = read_request(&mut stream).await {
+                    while let Some(mut request) = read_request(&mut stream).await {
+                        request.connection = connection;
                         let reply = handler(&request);
                         let _ = req_tx.send(request);
                         if !play(stream.get_mut(), reply, &closed_tx).await {
@@ -216,6 +222,7 @@ async fn play(stream: &mut TcpStream, reply: Reply, closed: &mpsc::UnboundedSend
             }
             Action::End => return stream.write_all(b"0\r\n\r\n").await.is_ok(),
             Action::Close => return false,
+            Action::HalfClose => return stream.shutdown().await.is_ok(),
             Action::Reset => {
                 let _ = stream.set_zero_linger();
                 return false;
@@ -263,6 +270,7 @@ async fn read_request(stream: &mut BufReader<TcpStream>) -> Option<Recorded> {
         target,
         headers,
         body: Vec::new(),
+        connection: 0,
     };
     if let Some(len) = request
         .header("content-length")
