@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::task::{Wake, Waker};
 use std::time::{Duration, Instant};
 
+use common::cut::Cut;
 use common::redis_server::RedisServer;
 use serde_json::{Value, json};
 use toolpulse::config::{BusConfig, RedisUrl};
@@ -48,9 +49,14 @@ struct Replica {
 }
 
 async fn replica(redis: &RedisServer, window: Duration) -> Replica {
+    replica_at(&redis.url(), window).await
+}
+
+/// A replica whose bus is at `url` (a relay in front of the server, say).
+async fn replica_at(url: &str, window: Duration) -> Replica {
     let metrics = Arc::new(Metrics::new());
     let bus = BusConfig {
-        url: RedisUrl::parse(&redis.url()).expect("url"),
+        url: RedisUrl::parse(url).expect("url"),
         prefix: PREFIX.into(),
     };
     let hub = BusHub::start(&bus, window, metrics.clone()).expect("bus");
@@ -443,6 +449,54 @@ async fn calls_that_close_during_an_outage_are_removed_once_the_bus_is_back() {
         contents
             .iter()
             .all(|c| !c.contains("gone") && !c.contains("ended"))
+    })
+    .await;
+    let contents = redis.contents(PREFIX);
+    assert!(
+        contents
+            .iter()
+            .any(|c| c.starts_with(&format!("{PREFIX}:c:kept "))),
+        "the open call stays registered: {contents:?}"
+    );
+}
+
+/// A call that closes just as the bus is cut off: its removal goes out in a batch that gets no
+/// answer (it never reached Redis, which keeps the registration). Once the bus is back, the
+/// removal is sent again rather than left to the TTL, where the stale entry would make a
+/// report for an identical call elsewhere ambiguous.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_removal_lost_in_a_cut_is_sent_again_once_the_bus_is_back() {
+    let test = "a_removal_lost_in_a_cut_is_sent_again_once_the_bus_is_back";
+    let Some(redis) = RedisServer::start(test) else {
+        return;
+    };
+    let relay = Cut::start(([127, 0, 0, 1], redis.port).into()).await;
+    let a = replica_at(&format!("redis://{}/0", relay.addr), WAIT).await;
+    let stream = a.hub.streams().stream(None);
+    stream.call_running("kept", "search", r#"{"q":"kept"}"#);
+    stream.call_running("gone", "search", r#"{"q":"gone"}"#);
+    registered(&redis, "kept").await;
+    registered(&redis, "gone").await;
+
+    relay.cut();
+    assert!(a.hub.is_up(), "nothing has noticed the cut yet");
+    stream.call_finished("gone");
+    // The removal's batch is the first thing to get no answer.
+    until("the bus is down", || !a.hub.is_up()).await;
+    assert!(
+        errors(&a.metrics, "register") >= 1,
+        "{}",
+        a.metrics.encode()
+    );
+    assert!(
+        redis.contents(PREFIX).iter().any(|c| c.contains("|gone")),
+        "the removal never reached Redis"
+    );
+
+    relay.mend();
+    until("the bus is back", || a.hub.is_up()).await;
+    until("the lost removal is sent again", || {
+        redis.contents(PREFIX).iter().all(|c| !c.contains("gone"))
     })
     .await;
     let contents = redis.contents(PREFIX);
