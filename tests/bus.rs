@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::task::{Wake, Waker};
 use std::time::{Duration, Instant};
 
+use common::cut::Cut;
 use common::redis_server::RedisServer;
 use serde_json::{Value, json};
 use toolpulse::config::{BusConfig, RedisUrl};
@@ -48,9 +49,14 @@ struct Replica {
 }
 
 async fn replica(redis: &RedisServer, window: Duration) -> Replica {
+    replica_at(&redis.url(), window).await
+}
+
+/// A replica whose bus is at `url` (a relay in front of the server, say).
+async fn replica_at(url: &str, window: Duration) -> Replica {
     let metrics = Arc::new(Metrics::new());
     let bus = BusConfig {
-        url: RedisUrl::parse(&redis.url()).expect("url"),
+        url: RedisUrl::parse(url).expect("url"),
         prefix: PREFIX.into(),
     };
     let hub = BusHub::start(&bus, window, metrics.clone()).expect("bus");
@@ -125,12 +131,16 @@ async fn a_call_open_on_one_replica_gets_progress_through_another() {
     };
     let (a, b) = (replica(&redis, WAIT).await, replica(&redis, WAIT).await);
     let stream = a.hub.streams().stream(None);
-    stream.call_running("call_1", "search", r#"{"q": "a", "n": 1}"#);
-    stream.call_running("call_2", "search", r#"{"q": "b"}"#);
+    // Everything published under the prefix, to look for argument values in it.
+    let heard = redis.listen(PREFIX);
+    stream.call_running("call_1", "search", r#"{"q": "alpha-secret", "n": 1}"#);
+    stream.call_running("call_2", "search", r#"{"q": "beta-secret"}"#);
     registered(&redis, "call_2").await;
 
     // By name and arguments (key order does not matter), from replica B.
-    let b1 = b.hub.bind(mcp("search", json!({"n": 1, "q": "a"}), None));
+    let b1 = b
+        .hub
+        .bind(mcp("search", json!({"n": 1, "q": "alpha-secret"}), None));
     assert_eq!(decided(&b.hub, b1, 1.0).await, Delivery::Delivered);
     assert_eq!(taken(&stream, 1).await, [("call_1".to_string(), 1.0)]);
     for n in 2..=4 {
@@ -153,12 +163,31 @@ async fn a_call_open_on_one_replica_gets_progress_through_another() {
     assert_eq!(taken(&stream, 1).await, [("call_2".to_string(), 2.0)]);
     b.hub.release(b1);
 
-    // Nothing in Redis names an argument value.
+    // Nothing in Redis holds an argument value: no key name, member or value, no message.
     let keys = redis.keys(PREFIX);
+    assert!(keys.iter().all(|(_, ttl)| *ttl > 0), "{keys:?}");
+    let contents = redis.contents(PREFIX);
     assert!(
-        keys.iter()
-            .all(|(k, ttl)| !k.contains("\"q\"") && !k.contains(":a:search:a") && *ttl > 0),
-        "{keys:?}"
+        contents.iter().any(|c| c.contains("call_1")),
+        "the calls are registered: {contents:?}"
+    );
+    assert!(
+        contents.iter().all(|c| !c.contains("secret")),
+        "{contents:?}"
+    );
+    let marker = heard.mark(&redis, PREFIX);
+    until("the listener heard all that was published", || {
+        heard.messages().iter().any(|m| m.ends_with(&marker))
+    })
+    .await;
+    let messages = heard.messages();
+    assert!(
+        messages.iter().any(|m| m.contains("step 4/5")),
+        "the reports went through Redis: {messages:?}"
+    );
+    assert!(
+        messages.iter().all(|m| !m.contains("secret")),
+        "{messages:?}"
     );
     let text = b.metrics.encode();
     assert!(!text.contains("progress_bus_errors_total{"), "{text}");
@@ -285,8 +314,7 @@ async fn an_mcp_call_that_comes_first_waits_for_its_call_on_another_replica() {
     // A binding whose window runs out is unmatched.
     let short = replica(&redis, Duration::from_millis(50)).await;
     let lonely = short.hub.bind(mcp("never", json!({}), None));
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    assert_eq!(short.hub.progress(lonely, report(1.0)), Delivery::Unmatched);
+    assert_eq!(decided(&short.hub, lonely, 1.0).await, Delivery::Unmatched);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -367,4 +395,115 @@ async fn a_call_that_opens_and_closes_within_the_batch_window_never_reaches_redi
     assert!(!redis.keys(PREFIX).iter().any(|(k, _)| k.contains("brief_")));
     drop(stream);
     until("no keys are left", || redis.keys(PREFIX).is_empty()).await;
+}
+
+/// How many times `op` failed on this replica's bus, as its metrics say.
+fn errors(metrics: &Metrics, op: &str) -> u64 {
+    let line = format!("toolpulse_progress_bus_errors_total{{op=\"{op}\"}} ");
+    let text = metrics.encode();
+    let count = text.lines().find_map(|l| l.strip_prefix(line.as_str()));
+    count.map_or(0, |n| n.trim().parse().expect("a count"))
+}
+
+/// Issue 26: a call that closes while the bus is cut off is removed once it is back. Redis is
+/// frozen (SIGSTOP), not restarted empty, so it still holds the registration to remove.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_that_close_during_an_outage_are_removed_once_the_bus_is_back() {
+    let test = "calls_that_close_during_an_outage_are_removed_once_the_bus_is_back";
+    let Some(redis) = RedisServer::start(test) else {
+        return;
+    };
+    let a = replica(&redis, WAIT).await;
+    let stream = a.hub.streams().stream(None);
+    let ended = a.hub.streams().stream(None);
+    stream.call_running("kept", "search", r#"{"q":"kept"}"#);
+    stream.call_running("gone", "search", r#"{"q":"gone"}"#);
+    ended.call_running("ended", "search", r#"{"q":"ended"}"#);
+    for call in ["kept", "gone", "ended"] {
+        registered(&redis, call).await;
+    }
+
+    redis.pause();
+    // A report by name asks Redis, gets no answer in time, and marks the bus down.
+    let tool = Target::Tool {
+        name: "search".into(),
+        arguments: Some(json!({"q": "nobody"})),
+    };
+    assert_eq!(a.hub.post(tool, report(1.0)).await, Delivery::Unmatched);
+    until("the bus is down", || !a.hub.is_up()).await;
+    let probes = errors(&a.metrics, "connect");
+    stream.call_finished("gone");
+    drop(ended);
+    // The registrar takes changes between probes: two more failed probes prove it has taken
+    // these while the bus was down (not once it was back, when they would go out at once).
+    until("two more probes failed", || {
+        errors(&a.metrics, "connect") >= probes + 2
+    })
+    .await;
+    assert!(!a.hub.is_up(), "still down while frozen");
+
+    redis.resume();
+    until("the bus is back", || a.hub.is_up()).await;
+    until("the closed calls are removed", || {
+        let contents = redis.contents(PREFIX);
+        contents
+            .iter()
+            .all(|c| !c.contains("gone") && !c.contains("ended"))
+    })
+    .await;
+    let contents = redis.contents(PREFIX);
+    assert!(
+        contents
+            .iter()
+            .any(|c| c.starts_with(&format!("{PREFIX}:c:kept "))),
+        "the open call stays registered: {contents:?}"
+    );
+}
+
+/// A call that closes just as the bus is cut off: its removal goes out in a batch that gets no
+/// answer (it never reached Redis, which keeps the registration). Once the bus is back, the
+/// removal is sent again rather than left to the TTL, where the stale entry would make a
+/// report for an identical call elsewhere ambiguous.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_removal_lost_in_a_cut_is_sent_again_once_the_bus_is_back() {
+    let test = "a_removal_lost_in_a_cut_is_sent_again_once_the_bus_is_back";
+    let Some(redis) = RedisServer::start(test) else {
+        return;
+    };
+    let relay = Cut::start(([127, 0, 0, 1], redis.port).into()).await;
+    let a = replica_at(&format!("redis://{}/0", relay.addr), WAIT).await;
+    let stream = a.hub.streams().stream(None);
+    stream.call_running("kept", "search", r#"{"q":"kept"}"#);
+    stream.call_running("gone", "search", r#"{"q":"gone"}"#);
+    registered(&redis, "kept").await;
+    registered(&redis, "gone").await;
+
+    relay.cut();
+    assert!(a.hub.is_up(), "nothing has noticed the cut yet");
+    stream.call_finished("gone");
+    // The removal's batch is the first thing to get no answer.
+    until("the bus is down", || !a.hub.is_up()).await;
+    assert!(
+        errors(&a.metrics, "register") >= 1,
+        "{}",
+        a.metrics.encode()
+    );
+    assert!(
+        redis.contents(PREFIX).iter().any(|c| c.contains("|gone")),
+        "the removal never reached Redis"
+    );
+
+    relay.mend();
+    until("the bus is back", || a.hub.is_up()).await;
+    until("the lost removal is sent again", || {
+        redis.contents(PREFIX).iter().all(|c| !c.contains("gone"))
+    })
+    .await;
+    let contents = redis.contents(PREFIX);
+    assert!(
+        contents
+            .iter()
+            .any(|c| c.starts_with(&format!("{PREFIX}:c:kept "))),
+        "the open call stays registered: {contents:?}"
+    );
 }

@@ -8,19 +8,30 @@ mod checks;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 
-/// Replays every file of the target's corpus and regressions through `check`; returns what it
-/// returned for each.
-fn replay<T: Send>(target: &str, check: fn(&[u8]) -> T) -> Vec<T> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz");
-    let mut files = Vec::new();
-    for dir in ["corpus", "regressions"] {
-        let Ok(entries) = std::fs::read_dir(root.join(dir).join(target)) else {
-            continue;
-        };
-        files.extend(entries.map(|e| e.expect("corpus entry").path()));
-    }
+/// The inputs in `dir` (none when it does not exist), sorted.
+fn inputs(dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut files: Vec<PathBuf> = entries.map(|e| e.expect("corpus entry").path()).collect();
     files.retain(|p| p.is_file() && p.file_name().is_some_and(|n| n != ".gitkeep"));
     files.sort();
+    files
+}
+
+/// Replays every file of the target's corpus and regressions through `check`; returns what it
+/// returned for each. A missing or empty corpus fails: the test would check nothing.
+fn replay<T: Send>(target: &str, check: fn(&[u8]) -> T) -> Vec<T> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz");
+    let corpus = root.join("corpus").join(target);
+    let mut files = inputs(&corpus);
+    assert!(
+        !files.is_empty(),
+        "{}: no corpus (missing or empty); fuzz/README.md says how to make one",
+        corpus.display()
+    );
+    // Regressions are optional: a target may never have failed.
+    files.extend(inputs(&root.join("regressions").join(target)));
     let run = |path: &PathBuf| {
         let data = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         catch_unwind(AssertUnwindSafe(|| check(&data))).unwrap_or_else(|_| {
@@ -47,10 +58,7 @@ fn replay<T: Send>(target: &str, check: fn(&[u8]) -> T) -> Vec<T> {
 
 #[test]
 fn parser_corpus_and_regressions() {
-    assert!(
-        !replay("parser", checks::parser).is_empty(),
-        "no parser corpus"
-    );
+    replay("parser", checks::parser);
 }
 
 #[test]

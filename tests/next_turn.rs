@@ -343,3 +343,28 @@ async fn a_body_over_the_read_limit_holding_a_hosted_item_is_refused() {
         "no body with a hosted id came whole"
     );
 }
+
+/// Issue 26: the companions of every kind the `openai` profile emits (`mcp_call`,
+/// `web_search_call`, `file_search_call`, as `to_input_list()` replays them), and references
+/// to them, never reach the gateway; the client's own items of those types do, unchanged.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replayed_companions_of_every_kind_are_removed_before_the_gateway() {
+    let mut gateway = Gateway::start(gateway_reply).await;
+    let proxy = replica(&gateway.url(), None).await;
+    let user = json!({"role": "user", "content": "and now?"});
+    let theirs =
+        json!({"type": "file_search_call", "id": "fs_1", "status": "completed", "queries": ["q"]});
+    let input = json!([
+        {"type": "mcp_call", "id": "tp_call_1", "status": "completed", "server_label": "srv", "name": "lookup", "arguments": "{}", "output": "x"},
+        {"type": "web_search_call", "id": "tp_call_2", "status": "completed", "action": {"type": "search", "query": "q"}},
+        {"type": "file_search_call", "id": "tp_call_3", "status": "completed", "queries": ["q"]},
+        {"type": "item_reference", "id": "tp_call_3"},
+        theirs,
+        user,
+    ]);
+    let body = json!({"model": "m", "stream": true, "input": input});
+    let (status, _) = post_json(proxy, body.to_string().into_bytes()).await;
+    assert_eq!(status, 200);
+    let got = received_input(&mut gateway).await;
+    assert_eq!(got, [theirs, user], "only the client's own items");
+}

@@ -73,10 +73,8 @@ async fn metrics_after_a_tool_stream() {
     )
     .await;
     read_all(&mut response.into_body()).await;
-    tokio::time::sleep(Duration::from_millis(50)).await; // the request log is written on drop
-    let (status, text) = get(format!("http://{admin_addr}/metrics")).await;
-    assert_eq!(status, 200);
-    for line in [
+    // The stream is counted when its body is dropped, after the client read it: poll.
+    let lines = [
         r#"toolpulse_streams_total{outcome="completed"} 1"#,
         "toolpulse_streams_active 0",
         r#"toolpulse_tool_calls_total{kind="web_search",outcome="failed"} 1"#,
@@ -86,8 +84,20 @@ async fn metrics_after_a_tool_stream() {
         r#"toolpulse_events_injected_total{type="response.mcp_call.completed"} 1"#,
         r#"toolpulse_requests_total{response="rewritten"} 1"#,
         "toolpulse_events_uninterpreted_total 0",
-    ] {
-        assert!(text.contains(line), "missing {line:?} in\n{text}");
+    ];
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let (status, text) = get(format!("http://{admin_addr}/metrics")).await;
+        assert_eq!(status, 200);
+        let missing = lines.iter().find(|line| !text.contains(*line));
+        let Some(missing) = missing else {
+            break;
+        };
+        assert!(
+            std::time::Instant::now() < deadline,
+            "missing {missing:?} in\n{text}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
 
@@ -200,6 +210,21 @@ impl Running {
             .status()
             .expect("kill");
         assert!(status.success());
+    }
+
+    /// The log lines up to a marker request's, sent now: a later request that was seen, so
+    /// whatever earlier requests logged (they were answered, their bodies read, before it was
+    /// sent) is in, stragglers included. Its own lines are left out.
+    async fn lines_until_marker(&self) -> Vec<String> {
+        const MARKER: &str = "/toolpulse-test-marker";
+        let request = http::Request::get(format!("http://{}{MARKER}", self.proxy))
+            .body(http_body_util::Full::new(bytes::Bytes::new()))
+            .expect("request");
+        let response = http_client().request(request).await.expect("response");
+        read_all(&mut response.into_body()).await;
+        let mut lines = self.lines_until(&format!("path={MARKER}"));
+        lines.retain(|l| !l.contains(MARKER));
+        lines
     }
 
     /// Waits for a log line containing `needle`.
@@ -449,8 +474,7 @@ async fn secrets_never_reach_the_logs_even_at_trace_level() {
     let out = read_all(&mut response.into_body()).await;
     assert!(String::from_utf8_lossy(&out).contains("response.mcp_call.completed"));
     let mut lines = tp.lines_until("path=/v1/responses");
-    std::thread::sleep(Duration::from_millis(200));
-    lines.extend(tp.lines.try_iter());
+    lines.extend(tp.lines_until_marker().await);
     let traced = lines.iter().filter(|l| l.contains(" TRACE ")).count();
     assert!(traced > 0, "trace level was on: {lines:?}");
     for line in &lines {
@@ -479,11 +503,11 @@ async fn a_tool_the_gateway_ran_without_a_rule_is_logged_once_per_name() {
         .await;
         read_all(&mut response.into_body()).await;
     }
-    // The request lines are written when a body is dropped: wait for both, then for stragglers.
+    // The request lines are written when a body is dropped: wait for both, then for stragglers
+    // (up to a later request's line).
     let mut lines = tp.lines_until("path=/v1/responses");
     lines.extend(tp.lines_until("path=/v1/responses"));
-    std::thread::sleep(Duration::from_millis(200));
-    lines.extend(tp.lines.try_iter());
+    lines.extend(tp.lines_until_marker().await);
     let advice: Vec<&String> = lines
         .iter()
         .filter(|l| l.contains("has no [[tools]] rule"))

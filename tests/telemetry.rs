@@ -67,25 +67,41 @@ fn output(seq: u64, index: u64, call_id: &str, text: &str) -> Vec<u8> {
 
 /// A web search that takes 300 ms, an MCP call that fails after 100 ms, and a function call the
 /// stream never answers: the upstream ends 200 ms after it.
-fn three_tools(_: &Recorded) -> Reply {
+fn three_tools(request: &Recorded) -> Reply {
+    three_tools_stamped(request, &Stamps::default())
+}
+
+/// When the gateway began to write, in order: the web search's call, its output, the MCP
+/// call, its output, the function call, the end of the body.
+type Stamps = Arc<std::sync::Mutex<Vec<std::time::SystemTime>>>;
+
+/// [`three_tools`], noting in `stamps` when each call and output is written.
+fn three_tools_stamped(_: &Recorded, stamps: &Stamps) -> Reply {
     let mut actions = vec![Action::Chunk(event(
         r#"{"type":"response.created","sequence_number":0,"response":{"id":"resp_1","status":"in_progress","output":[]}}"#.into(),
     ))];
     let chunks = |blocks: Vec<Vec<u8>>| blocks.into_iter().map(Action::Chunk);
+    let stamp = || Action::Stamp(stamps.clone());
+    actions.push(stamp());
     actions.extend(chunks(call(1, 0, "call_ws", "web_search")));
     actions.push(Action::Sleep(Duration::from_millis(300)));
+    actions.push(stamp());
     actions.push(Action::Chunk(output(
         3,
         1,
         "call_ws",
         &format!("found {SECRET}"),
     )));
+    actions.push(stamp());
     actions.extend(chunks(call(4, 2, "call_mcp", "github_get_issue")));
     actions.push(Action::Sleep(Duration::from_millis(100)));
     let failed = "no executor found for tool github_get_issue";
+    actions.push(stamp());
     actions.push(Action::Chunk(output(6, 3, "call_mcp", failed)));
+    actions.push(stamp());
     actions.extend(chunks(call(7, 4, "call_fn", "lookup_user")));
     actions.push(Action::Sleep(Duration::from_millis(200)));
+    actions.push(stamp());
     actions.push(Action::End);
     Reply {
         head: Reply::sse(vec![]).head,
@@ -149,7 +165,9 @@ fn status(received: &Received) -> (i32, String) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stream_with_three_tools_becomes_a_request_span_and_three_tool_spans() {
     let mut collector = Collector::start().await;
-    let mut gw = Gateway::start(three_tools).await;
+    let stamps = Stamps::default();
+    let stamped = stamps.clone();
+    let mut gw = Gateway::start(move |r| three_tools_stamped(r, &stamped)).await;
     let (proxy, _, _) = traced_proxy(&gw.url(), &collector.endpoint()).await;
     let traceparent = format!("00-{TRACE_ID}-{CLIENT_SPAN}-01");
     let headers = [
@@ -157,6 +175,7 @@ async fn a_stream_with_three_tools_becomes_a_request_span_and_three_tool_spans()
         ("tracestate", "vendor=abc"),
     ];
     let out = stream(proxy, &headers).await;
+    let read = std::time::SystemTime::now();
     assert!(out.contains("response.web_search_call.completed"), "{out}");
     assert!(out.contains("response.mcp_call.failed"), "{out}");
 
@@ -252,12 +271,36 @@ async fn a_stream_with_three_tools_becomes_a_request_span_and_three_tool_spans()
         (StatusCode::Error as i32, "no_output".into()),
         "closed at EOF"
     );
-    // The gateway's pauses, with room for a slow machine.
-    let within =
-        |d: Duration, low: u64| d >= Duration::from_millis(low) && d < Duration::from_secs(5);
-    assert!(within(length(search), 280), "{:?}", length(search));
-    assert!(within(length(mcp), 90), "{:?}", length(mcp));
-    assert!(within(length(function), 180), "{:?}", length(function));
+    // Each tool's span runs from its call to its end as the gateway wrote them: it starts no
+    // sooner than the call was written, ends no sooner than what ended it (the output, or the
+    // end of the body) was, and before the client had read the whole stream. Bounds by events,
+    // not by the gateway's pauses with a slack a loaded machine can eat.
+    let stamps = stamps.lock().expect("stamps").clone();
+    assert_eq!(stamps.len(), 6, "{stamps:?}");
+    let nanos = |t: std::time::SystemTime| {
+        let since = t.duration_since(std::time::UNIX_EPOCH).expect("after 1970");
+        u64::try_from(since.as_nanos()).expect("in range")
+    };
+    for (tool, called, ended) in [(search, 0, 1), (mcp, 2, 3), (function, 4, 5)] {
+        let t = &tool.span;
+        let (called, ended) = (nanos(stamps[called]), nanos(stamps[ended]));
+        assert!(
+            t.start_time_unix_nano >= called,
+            "{}: starts before its call",
+            t.name
+        );
+        assert!(
+            t.end_time_unix_nano >= ended,
+            "{}: ends too soon: {:?}",
+            t.name,
+            length(tool)
+        );
+        assert!(
+            t.end_time_unix_nano <= nanos(read),
+            "{}: ends after the stream",
+            t.name
+        );
+    }
 
     // No argument or result value in any attribute, event or status.
     let exported = format!("{spans:?}");

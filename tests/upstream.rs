@@ -44,20 +44,23 @@ async fn finished_streams_leave_their_connection_for_the_next() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_connection_the_upstream_closed_is_not_used_again() {
-    // Each reply ends its body properly, as if to keep the connection, then closes it: the
-    // proxy pools it, and must find it closed (or have its request refused) and open another.
-    let gw = Gateway::start(|_| Reply {
+    // Each reply ends its body properly, as if to keep the connection, then shuts its side
+    // (FIN) and goes on reading: the proxy pools the connection and must find it closed. A
+    // request written on it anyway (reuse, then a retry elsewhere) is seen there, so no reuse
+    // is told apart from reuse-then-retry: every request on a connection of its own.
+    let mut gw = Gateway::start(|_| Reply {
         head: Reply::sse(vec![]).head,
         actions: vec![
             Action::Chunk(b"data: {\"type\":\"response.created\"}\n\n".to_vec()),
             Action::Raw(b"0\r\n\r\n".to_vec()),
-            Action::Close,
+            Action::HalfClose,
         ],
     })
     .await;
     let (proxy_addr, _proxy) = start_proxy_with_handle(Config::default(), &gw.url()).await;
     let client = http_client();
-    for i in 0..20 {
+    const REQUESTS: usize = 20;
+    for i in 0..REQUESTS {
         let response = post(
             &client,
             format!("http://{proxy_addr}/v1/responses"),
@@ -68,11 +71,20 @@ async fn a_connection_the_upstream_closed_is_not_used_again() {
         let out = read_all(&mut response.into_body()).await;
         assert!(String::from_utf8_lossy(&out).contains("response.created"));
         if i % 2 == 0 {
-            // Give the close time to arrive before the next request, half of the time.
+            // Half of the time the FIN has long arrived when the next request comes (the
+            // assertions below hold either way: this varies the case, it syncs nothing).
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
-    assert_eq!(gw.accepted.load(Ordering::Relaxed), 20);
+    // Each request was recorded before its answer: all are in.
+    let mut connections = Vec::new();
+    while let Ok(request) = gw.requests.try_recv() {
+        connections.push(request.connection);
+    }
+    assert_eq!(connections.len(), REQUESTS, "requests: {connections:?}");
+    connections.dedup();
+    assert_eq!(connections.len(), REQUESTS, "one each: {connections:?}");
+    assert_eq!(gw.accepted.load(Ordering::Relaxed), REQUESTS as u64);
 }
 
 /// Streams held open at a tool call, counted as tasks of the proxy's own runtime: one each
@@ -80,8 +92,16 @@ async fn a_connection_the_upstream_closed_is_not_used_again() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_open_stream_is_one_task() {
     const STREAMS: usize = 8;
-    let release = Arc::new(Notify::new());
-    let gw = Gateway::start(held_reply("web_search.sse", release.clone())).await;
+    // One release per stream, notified with a stored permit: a gateway task that reaches its
+    // wait only after the release (it wrote its chunks, then was not scheduled) still ends.
+    let releases: Arc<std::sync::Mutex<Vec<Arc<Notify>>>> = Arc::default();
+    let held = releases.clone();
+    let gw = Gateway::start(move |request| {
+        let release = Arc::new(Notify::new());
+        held.lock().expect("releases").push(release.clone());
+        held_reply("web_search.sse", release)(request)
+    })
+    .await;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
@@ -119,7 +139,10 @@ async fn an_open_stream_is_one_task() {
         tokio::time::sleep(Duration::from_millis(10)).await;
     };
     assert_eq!(tasks, STREAMS, "tasks of {STREAMS} open streams");
-    release.notify_waiters();
+    // Every stream's request reached the gateway (its events came back): all releases exist.
+    for release in releases.lock().expect("releases").iter() {
+        release.notify_one();
+    }
     for mut body in bodies {
         read_all(&mut body).await;
     }

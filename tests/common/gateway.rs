@@ -19,6 +19,8 @@ pub struct Recorded {
     pub target: String,
     pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
+    /// Which connection it came on: 1 for the first the gateway accepted, and so on.
+    pub connection: u64,
 }
 
 impl Recorded {
@@ -44,8 +46,14 @@ pub enum Action {
     End,
     /// Drops the connection at once, mid-body.
     Close,
+    /// Shuts the connection's write side (FIN) and goes on reading: a request the peer still
+    /// sends on it is recorded (then its reply cannot be written, and the connection drops).
+    HalfClose,
     /// Resets the connection (RST, not FIN), mid-body.
     Reset,
+    /// Notes the wall-clock time now (before the next action), for tests that compare it with
+    /// timestamps the proxy reports.
+    Stamp(Arc<std::sync::Mutex<Vec<std::time::SystemTime>>>),
     /// Writes `chunk` (raw) `times` times, adding each write's size to `written`; stops when
     /// the peer goes away.
     Flood {
@@ -117,12 +125,13 @@ impl Gateway {
         let counter = accepted.clone();
         tokio::spawn(async move {
             while let Ok((stream, _)) = listener.accept().await {
-                counter.fetch_add(1, Ordering::Relaxed);
+                let connection = counter.fetch_add(1, Ordering::Relaxed) + 1;
                 let (handler, req_tx, closed_tx) =
                     (handler.clone(), req_tx.clone(), closed_tx.clone());
                 tokio::spawn(async move {
                     let mut stream = BufReader::new(stream);
-                    while let Some(request) = read_request(&mut stream).await {
+                    while let Some(mut request) = read_request(&mut stream).await {
+                        request.connection = connection;
                         let reply = handler(&request);
                         let _ = req_tx.send(request);
                         if !play(stream.get_mut(), reply, &closed_tx).await {
@@ -142,6 +151,31 @@ impl Gateway {
 
     pub fn url(&self) -> String {
         format!("http://{}", self.addr)
+    }
+
+    /// The requests recorded before a marker (`GET /v1/models?marker`) sent now through
+    /// `proxy`: an absence check with a positive event. The gateway records a request before it
+    /// replies, and the proxy answers a client only after the gateway replied, so whatever an
+    /// earlier, answered client request made the proxy forward is in the list.
+    pub async fn requests_before_marker(&mut self, proxy: SocketAddr) -> Vec<Recorded> {
+        let target = "/v1/models?marker";
+        let request = http::Request::get(format!("http://{proxy}{target}"))
+            .body(http_body_util::Full::new(bytes::Bytes::new()))
+            .expect("request");
+        let response = super::http_client().request(request);
+        tokio::time::timeout(Duration::from_secs(10), response)
+            .await
+            .expect("the marker answered in time")
+            .expect("the marker answered");
+        let mut before = Vec::new();
+        loop {
+            let next = tokio::time::timeout(Duration::from_secs(10), self.requests.recv());
+            let request = next.await.expect("the marker in time").expect("recorded");
+            if request.target == target {
+                return before;
+            }
+            before.push(request);
+        }
     }
 }
 
@@ -181,8 +215,14 @@ async fn play(stream: &mut TcpStream, reply: Reply, closed: &mpsc::UnboundedSend
                 }
                 return false;
             }
+            Action::Stamp(stamps) => {
+                let now = std::time::SystemTime::now();
+                stamps.lock().unwrap_or_else(|e| e.into_inner()).push(now);
+                Ok(())
+            }
             Action::End => return stream.write_all(b"0\r\n\r\n").await.is_ok(),
             Action::Close => return false,
+            Action::HalfClose => return stream.shutdown().await.is_ok(),
             Action::Reset => {
                 let _ = stream.set_zero_linger();
                 return false;
@@ -230,6 +270,7 @@ async fn read_request(stream: &mut BufReader<TcpStream>) -> Option<Recorded> {
         target,
         headers,
         body: Vec::new(),
+        connection: 0,
     };
     if let Some(len) = request
         .header("content-length")

@@ -104,6 +104,7 @@ pub fn split_at<'a>(input: &'a [u8], points: &[usize]) -> Vec<&'a [u8]> {
     chunks
 }
 
+pub mod cut;
 pub mod gateway;
 pub mod otlp;
 pub mod redis_server;

@@ -84,6 +84,26 @@ impl RedisServer {
         }
     }
 
+    /// Freezes the server (SIGSTOP): connections stay open and the data stays, but nothing
+    /// answers, as a network cut looks to toolpulse. [`RedisServer::resume`] thaws it.
+    pub fn pause(&self) {
+        self.signal("-STOP");
+    }
+
+    /// Thaws a server [`RedisServer::pause`] froze (SIGCONT).
+    pub fn resume(&self) {
+        self.signal("-CONT");
+    }
+
+    fn signal(&self, signal: &str) {
+        let child = self.child.as_ref().expect("running");
+        let status = Command::new("kill")
+            .args([signal, &child.id().to_string()])
+            .status()
+            .expect("run kill");
+        assert!(status.success(), "kill {signal} failed");
+    }
+
     pub fn connection(&self) -> redis::Connection {
         let client = redis::Client::open(self.url()).expect("url");
         client
@@ -123,6 +143,99 @@ impl RedisServer {
                 (k, ttl)
             })
             .collect()
+    }
+}
+
+impl RedisServer {
+    /// Every key under `prefix` with all it holds, one text per key: its name, then its
+    /// members or value (sets, sorted sets with their scores, hashes, lists, strings), so a
+    /// test can look for a value anywhere in the registry, not only in key names.
+    pub fn contents(&self, prefix: &str) -> Vec<String> {
+        let mut conn = self.connection();
+        let keys: Vec<String> = redis::cmd("KEYS")
+            .arg(format!("{prefix}:*"))
+            .query(&mut conn)
+            .expect("KEYS");
+        let mut out = Vec::new();
+        for key in keys {
+            let kind: String = redis::cmd("TYPE").arg(&key).query(&mut conn).expect("TYPE");
+            let held: Vec<String> = match kind.as_str() {
+                "string" => vec![redis::cmd("GET").arg(&key).query(&mut conn).expect("GET")],
+                "set" => redis::cmd("SMEMBERS")
+                    .arg(&key)
+                    .query(&mut conn)
+                    .expect("SMEMBERS"),
+                "zset" => redis::cmd("ZRANGE")
+                    .arg(&key)
+                    .arg(0)
+                    .arg(-1)
+                    .arg("WITHSCORES")
+                    .query(&mut conn)
+                    .expect("ZRANGE"),
+                "hash" => redis::cmd("HGETALL")
+                    .arg(&key)
+                    .query(&mut conn)
+                    .expect("HGETALL"),
+                "list" => redis::cmd("LRANGE")
+                    .arg(&key)
+                    .arg(0)
+                    .arg(-1)
+                    .query(&mut conn)
+                    .expect("LRANGE"),
+                // Expired between KEYS and TYPE.
+                "none" => continue,
+                other => panic!("{key}: a {other} toolpulse never writes"),
+            };
+            out.push(format!("{key} {kind}: {}", held.join(" ")));
+        }
+        out
+    }
+
+    /// Listens (PSUBSCRIBE) to every channel under `prefix` on a thread of its own; what it
+    /// heard so far is in the returned list as "channel: payload".
+    pub fn listen(&self, prefix: &str) -> Heard {
+        let heard = Heard::default();
+        let mut conn = self.connection();
+        let pattern = format!("{prefix}:*");
+        let (ready_tx, ready) = std::sync::mpsc::channel();
+        let sink = heard.clone();
+        std::thread::spawn(move || {
+            let mut pubsub = conn.as_pubsub();
+            pubsub.psubscribe(&pattern).expect("PSUBSCRIBE");
+            let _ = ready_tx.send(());
+            // Ends with the server (the connection drops) or the test process.
+            while let Ok(message) = pubsub.get_message() {
+                let payload: String = message.get_payload().unwrap_or_default();
+                let line = format!("{}: {payload}", message.get_channel_name());
+                sink.0.lock().unwrap_or_else(|e| e.into_inner()).push(line);
+            }
+        });
+        ready.recv().expect("subscribed");
+        heard
+    }
+}
+
+/// The messages a [`RedisServer::listen`] heard.
+#[derive(Debug, Clone, Default)]
+pub struct Heard(std::sync::Arc<std::sync::Mutex<Vec<String>>>);
+
+impl Heard {
+    /// Publishes a marker under `prefix` and returns it: once it is among [`Heard::messages`],
+    /// so is everything published before it (Redis delivers a subscriber's messages in order).
+    pub fn mark(&self, redis: &RedisServer, prefix: &str) -> String {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let marker = format!("test marker {n}");
+        let _: i64 = redis::cmd("PUBLISH")
+            .arg(format!("{prefix}:test-marker"))
+            .arg(&marker)
+            .query(&mut redis.connection())
+            .expect("PUBLISH");
+        marker
+    }
+
+    pub fn messages(&self) -> Vec<String> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 }
 

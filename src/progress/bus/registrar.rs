@@ -223,13 +223,16 @@ impl Registrar {
         }
     }
 
-    /// Sends the gathered commands in one pipeline. When the bus went down meanwhile, the
-    /// opens are registered again once it is back (they are in `open`), the closes removed.
+    /// Sends the gathered commands in one pipeline. When the bus went down meanwhile, or the
+    /// pipeline got no answer, the opens are registered again once it is back (they are in
+    /// `open`), the closes removed then: a removal that did reach Redis is harmless to send
+    /// again, one that did not would otherwise stay until its TTL.
     async fn send_batch(&mut self) {
         if self.batch.is_empty() {
             return;
         }
         let mut pipe = redis::pipe();
+        let mut closes = Vec::new();
         for pending in std::mem::take(&mut self.batch) {
             match pending {
                 Pending::Register(key) => {
@@ -237,19 +240,17 @@ impl Registrar {
                         pipe.add_command(self.register(registration));
                     }
                 }
-                Pending::Unregister(registration) if self.link.is_up() => {
-                    pipe.add_command(self.unregister(&registration));
-                }
                 Pending::Unregister(registration) => {
-                    if self.removals.len() < MAX_PENDING_REMOVALS {
-                        self.removals.push(registration);
-                    }
+                    pipe.add_command(self.unregister(&registration));
+                    closes.push(registration);
                 }
             }
         }
-        if self.link.is_up() {
-            self.query(pipe, "register").await;
+        if self.link.is_up() && self.query(pipe, "register").await {
+            return;
         }
+        let room = MAX_PENDING_REMOVALS.saturating_sub(self.removals.len());
+        self.removals.extend(closes.into_iter().take(room));
     }
 
     async fn register_all(&mut self, op: &'static str) {

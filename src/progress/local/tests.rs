@@ -100,6 +100,58 @@ fn a_trace_id_two_streams_share_decides_only_with_the_arguments() {
     assert!(taken(&alice).is_empty() && taken(&bob).is_empty() && taken(&carol).is_empty());
 }
 
+/// Issue 26 (tests that must get stronger): a call_id is the gateway's, and two streams may show
+/// the same one (a replayed response, two gateways); a report naming it reaches neither.
+#[test]
+fn a_call_id_two_streams_show_is_ambiguous() {
+    let hub = LocalHub::new(Duration::from_secs(5));
+    let (s1, s2) = (hub.stream(None), hub.stream(None));
+    s1.call_running("c_same", "search", r#"{"q":"a"}"#);
+    s2.call_running("c_same", "lookup", r#"{"q":"b"}"#);
+    let target = || Target::CallId("c_same".into());
+    assert_eq!(hub.post_now(target(), report(1.0)), Delivery::Ambiguous);
+    assert_eq!(hub.post_exact(target(), report(2.0)), Delivery::Ambiguous);
+    assert!(
+        taken(&s1).is_empty() && taken(&s2).is_empty(),
+        "never the wrong user"
+    );
+    // Once one of them closes, the other is the only one.
+    s1.call_finished("c_same");
+    assert_eq!(hub.post_now(target(), report(3.0)), Delivery::Delivered);
+    assert_eq!(taken(&s2), vec![("c_same".into(), 3.0)]);
+}
+
+/// Issue 26: within one traced stream, the arguments pick among parallel calls of the tool
+/// (the trace names the stream, not the call).
+#[test]
+fn in_one_traced_stream_the_arguments_pick_among_parallel_calls() {
+    let hub = LocalHub::new(Duration::from_secs(5));
+    let trace = TraceId([3; 16]);
+    let stream = hub.stream(Some(trace));
+    stream.call_running("c1", "search", r#"{"q":"a"}"#);
+    stream.call_running("c2", "search", r#"{"q":"b"}"#);
+    stream.call_running("c3", "search", r#"{"q":"c"}"#);
+    // Bound in an order unlike the calls', so neither the first nor the last call is a guess.
+    for (args, n) in [
+        (json!({"q": "b"}), 2.0),
+        (json!({"q": "c"}), 3.0),
+        (json!({"q": "a"}), 1.0),
+    ] {
+        let binding = hub.bind(mcp("search", args, Some(trace)));
+        assert_eq!(hub.progress(binding, report(n)), Delivery::Delivered);
+    }
+    let mut got = taken(&stream);
+    got.sort_by(|x, y| x.0.cmp(&y.0));
+    assert_eq!(
+        got,
+        vec![("c1".into(), 1.0), ("c2".into(), 2.0), ("c3".into(), 3.0)]
+    );
+    // The trace alone still decides when no call has those arguments (one stream, one tool).
+    let other = hub.bind(mcp("search", json!({"q": "zzz"}), Some(trace)));
+    assert_eq!(hub.progress(other, report(4.0)), Delivery::Delivered);
+    assert_eq!(taken(&stream).len(), 1);
+}
+
 #[test]
 fn an_mcp_call_before_its_stream_waits_and_keeps_the_newest_report() {
     let hub = LocalHub::new(Duration::from_secs(5));
