@@ -355,10 +355,10 @@ impl Metrics {
         self.request_bodies_refused.get_or_create(&label).inc();
     }
 
-    pub fn mcp_call_unfollowed(&self, cause: &'static str) {
-        self.mcp_calls_unfollowed
-            .get_or_create(&Cause { cause })
-            .inc();
+    /// `n` MCP calls forwarded without being followed, for `cause`.
+    pub fn mcp_unfollowed(&self, cause: &'static str, n: u64) {
+        let calls = self.mcp_calls_unfollowed.get_or_create(&Cause { cause });
+        calls.inc_by(n);
     }
 
     pub fn connection_closed(&self, listener: &'static str, reason: &'static str) {

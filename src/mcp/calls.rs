@@ -199,7 +199,7 @@ impl Calls {
             .and_then(TraceId::from_traceparent)
             .or(header_trace);
         if !self.share.take() {
-            self.metrics.mcp_call_unfollowed("connection_share");
+            self.metrics.mcp_unfollowed("connection_share", 1);
             return;
         }
         let binding = self.hub.bind(McpToolCall {
@@ -211,7 +211,7 @@ impl Calls {
         if !self.registry.insert(key.clone(), binding) {
             self.hub.release(binding);
             self.share.give_back();
-            self.metrics.mcp_call_unfollowed("registry_full");
+            self.metrics.mcp_unfollowed("registry_full", 1);
             return;
         }
         if let Key::Ours(token) = &key {

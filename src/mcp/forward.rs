@@ -161,7 +161,8 @@ async fn read_calls(
     header_trace: Option<TraceId>,
 ) -> Result<(RequestBody, Vec<String>, FirstCall), ReadError> {
     let timeout = front.clients.body_timeout;
-    let read = budget::read_up_to(body, MAX_CALL_BODY_BYTES, &front.body_budget, timeout).await?;
+    let mut read =
+        budget::read_up_to(body, MAX_CALL_BODY_BYTES, &front.body_budget, timeout).await?;
     let whole = match read.rest {
         None => request_body::whole(&read.frames),
         Some(_) => None,
@@ -173,19 +174,15 @@ async fn read_calls(
     let max_calls = MAX_CALLS_PER_REQUEST.min(registry_room).min(share_room);
     let prepared = jsonrpc::prepare(&whole, max_calls, super::token::new);
     if prepared.skipped > 0 {
-        let cause = match max_calls {
-            n if n == share_room && n < MAX_CALLS_PER_REQUEST.min(registry_room) => {
-                "connection_share"
-            }
-            n if n == registry_room && n < MAX_CALLS_PER_REQUEST => "registry_full",
-            _ => "request_share",
+        let cause = if share_room < MAX_CALLS_PER_REQUEST.min(registry_room) {
+            "connection_share"
+        } else if registry_room < MAX_CALLS_PER_REQUEST {
+            "registry_full"
+        } else {
+            "request_share"
         };
-        let skipped = prepared.skipped as u64;
-        front
-            .metrics
-            .mcp_calls_unfollowed
-            .get_or_create(&crate::metrics::Cause { cause })
-            .inc_by(skipped);
+        let metrics = &front.metrics;
+        metrics.mcp_unfollowed(cause, prepared.skipped as u64);
     }
     let first = prepared
         .calls
@@ -195,7 +192,6 @@ async fn read_calls(
         let function_name = server.function_name(&call.tool);
         calls.bind(call, function_name, header_trace);
     }
-    let mut read = read;
     if let Some(changed) = prepared.body {
         let length = HeaderValue::from(changed.len());
         head.headers.insert(header::CONTENT_LENGTH, length);

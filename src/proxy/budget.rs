@@ -202,14 +202,6 @@ impl Paced {
             timer: Box::pin(tokio::time::sleep(timeout)),
         }
     }
-
-    pub fn is_end_stream(&self) -> bool {
-        self.body.is_end_stream()
-    }
-
-    pub fn size_hint(&self) -> SizeHint {
-        self.body.size_hint()
-    }
 }
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
