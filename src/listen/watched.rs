@@ -7,7 +7,7 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 use tokio::time::Sleep;
@@ -72,7 +72,14 @@ pub struct Watched<C> {
     /// After it: how long with no request in flight.
     idle_timeout: Duration,
     timer: Pin<Box<Sleep>>,
+    /// The timer was reset since it was last polled (its waker must be registered again).
+    timer_reset: bool,
     drain: Pin<Box<WaitForCancellationFutureOwned>>,
+    token: CancellationToken,
+    /// The waker the timer and the drain signal hold: while the task polls with the same one,
+    /// they are looked at (an atomic load each), not polled, so a busy connection pays
+    /// nothing per event for its watch.
+    registered: Option<Waker>,
     closing: bool,
     closed: Option<Closed>,
     /// Given up on: dropped after one more poll (which flushes what the close queued).
@@ -97,7 +104,10 @@ impl<C> Watched<C> {
             head_timeout,
             idle_timeout,
             timer: Box::pin(tokio::time::sleep_until(first)),
+            timer_reset: false,
             drain: Box::pin(shutdown.token.clone().cancelled_owned()),
+            token: shutdown.token.clone(),
+            registered: None,
             closing: false,
             closed: None,
             dropping: false,
@@ -143,6 +153,7 @@ impl<C> Watched<C> {
         };
         let deadline = tokio::time::Instant::from_std(now) + wait;
         self.timer.as_mut().reset(deadline);
+        self.timer_reset = true;
     }
 }
 
@@ -155,7 +166,18 @@ where
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         // Every field is boxed or Unpin: so is Watched.
         let this = self.get_mut();
-        if !this.closing && this.drain.as_mut().poll(cx).is_ready() {
+        let fresh = !this
+            .registered
+            .as_ref()
+            .is_some_and(|w| w.will_wake(cx.waker()));
+        if fresh {
+            this.registered = Some(cx.waker().clone());
+        }
+        let draining = match fresh {
+            true => this.drain.as_mut().poll(cx).is_ready(),
+            false => this.token.is_cancelled(),
+        };
+        if !this.closing && draining {
             this.close();
         }
         loop {
@@ -165,7 +187,9 @@ where
             if this.dropping {
                 return Poll::Ready(Ok(()));
             }
-            if this.timer.as_mut().poll(cx).is_pending() {
+            let poll = fresh || this.timer_reset || this.timer.is_elapsed();
+            if !poll || this.timer.as_mut().poll(cx).is_pending() {
+                this.timer_reset = false;
                 return Poll::Pending;
             }
             this.on_timer();
