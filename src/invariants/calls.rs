@@ -7,7 +7,7 @@ use std::collections::{HashMap, HashSet};
 use serde_json::{Map, Value};
 
 use super::indices::Indices;
-use super::{COMPANION_PREFIX, Step, index_of, lifecycle_step};
+use super::{COMPANION_PREFIX, Responses, Step, index_of, lifecycle_step};
 
 /// A companion item as last announced.
 struct Companion {
@@ -31,6 +31,7 @@ pub struct Calls {
     indices: Indices,
     pub open: HashSet<(String, String)>,
     closed: HashSet<(String, String)>,
+    responses: Responses,
 }
 
 impl Calls {
@@ -47,7 +48,7 @@ impl Calls {
         checked: bool,
     ) -> Result<(), String> {
         let kind = output.get("type").and_then(Value::as_str);
-        if kind == Some("response.created") {
+        if self.responses.starts_another(output) {
             self.indices = Indices::default();
             self.in_response.clear();
         }

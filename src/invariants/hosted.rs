@@ -18,7 +18,7 @@ use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde_json::{Map, Value};
 
-use super::{PAYLOAD_TYPES, Report, json_of, lifecycle_step, split};
+use super::{PAYLOAD_TYPES, Report, Responses, json_of, lifecycle_step, split};
 use crate::sse::Event;
 
 const PREFIX: &str = "tph_";
@@ -72,11 +72,11 @@ const NATIVE_TYPES: &[&str] = &["mcp_call", "web_search_call", "file_search_call
 /// The gateway's own hosted items the output never shows are folded into toolpulse's: each
 /// into the first hosted item of its response, of its type and name, not yet taken.
 fn fold_natives(inputs: &[Option<Map<String, Value>>], responses: &mut [Shown]) {
-    let mut response = 0;
+    let (mut response, mut created) = (0, Responses::default());
     let mut taken: HashSet<String> = HashSet::new();
     for json in inputs.iter().flatten() {
         let kind = text(json, "type");
-        if kind == Some("response.created") {
+        if created.starts_another(json) {
             response += 1;
             taken.clear();
         }
@@ -131,11 +131,12 @@ pub fn check(input: &[u8], output: &[u8], max_event_bytes: usize) -> Result<Repo
     let in_json: Vec<Option<Map<String, Value>>> = inputs.iter().map(json_of).collect();
     let out_json: Vec<Option<Map<String, Value>>> = outputs.iter().map(json_of).collect();
 
-    // Per response (`response.created` starts one, in the input and the output alike): the
+    // Per response (counted by [`Responses`], in the input and the output alike): the
     // calls shown as hosted items, and the outputs shown as they are.
     let mut responses: Vec<Shown> = vec![Shown::default()];
+    let mut created = Responses::default();
     for json in out_json.iter().flatten() {
-        if text(json, "type") == Some("response.created") {
+        if created.starts_another(json) {
             responses.push(Shown::default());
         }
         let shown = responses.last_mut().ok_or("no response")?;
@@ -182,11 +183,14 @@ pub fn check(input: &[u8], output: &[u8], max_event_bytes: usize) -> Result<Repo
     let mut items: HashMap<String, Hosted> = HashMap::new();
     let mut payload_open = HashSet::new();
     let mut next = 0;
-    let mut response = 0;
+    let (mut response, mut created) = (0, Responses::default());
     for (k, out) in outputs.iter().enumerate() {
         let at = |e: String| format!("output event {k}: {e}");
-        let created = out_json[k].as_ref().and_then(|j| text(j, "type"));
-        response += usize::from(created == Some("response.created"));
+        response += usize::from(
+            out_json[k]
+                .as_ref()
+                .is_some_and(|j| created.starts_another(j)),
+        );
         if let Some(&i) = expected.get(next)
             && matches(
                 &inputs[i],
@@ -265,7 +269,7 @@ fn hidden_inputs(
 ) -> Vec<bool> {
     let mut hidden_indices = HashSet::new();
     let mut hidden_items = HashSet::new();
-    let mut response = 0;
+    let (mut response, mut created) = (0, Responses::default());
     let none = Shown::default();
     inputs
         .iter()
@@ -274,7 +278,7 @@ fn hidden_inputs(
             let Some(json) = json.as_ref().filter(|_| !unread) else {
                 return false;
             };
-            if text(json, "type") == Some("response.created") {
+            if created.starts_another(json) {
                 hidden_indices.clear();
                 hidden_items.clear();
                 response += 1;

@@ -32,6 +32,22 @@ use crate::sse::{Event, Item, Parser};
 use calls::Calls;
 use numbers::Numbers;
 
+/// Counts responses as the rewriter does: each `response.created` starts one, and the events
+/// before the first belong to the response it opens.
+#[derive(Default)]
+struct Responses(usize);
+
+impl Responses {
+    /// Whether `json` starts a response after the first (one with state of its own).
+    fn starts_another(&mut self, json: &Map<String, Value>) -> bool {
+        if json.get("type").and_then(Value::as_str) != Some("response.created") {
+            return false;
+        }
+        self.0 += 1;
+        self.0 > 1
+    }
+}
+
 /// The id prefix of companion items.
 const COMPANION_PREFIX: &str = crate::profiles::openai::COMPANION_PREFIX;
 

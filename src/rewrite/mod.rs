@@ -431,10 +431,13 @@ impl Rewriter {
         };
         if reading.starts_response {
             self.responses += 1;
-            self.indices.reset();
-            self.companions.reset();
-            self.hosted.reset();
-            self.items.reset();
+            // Events before the first `response.created` belong to the response it opens.
+            if self.responses > 1 {
+                self.indices.reset();
+                self.companions.reset();
+                self.hosted.reset();
+                self.items.reset();
+            }
         }
         let changed_id = self.follow_rules(event, &reading);
         let upstream = Upstream {
@@ -628,8 +631,11 @@ impl Rewriter {
             ),
             None => {
                 let hosted = &self.hosted;
+                // Only into a call shown as a hosted item now (not one the gateway opened
+                // again under a call id whose hosted item is done).
                 let Some(call) = self.tracker.open_calls().iter().find(|call| {
-                    hosted.contains(&call.call_id)
+                    call.hosted_id.is_some()
+                        && hosted.contains(&call.call_id)
                         && !hosted.has_native(&call.call_id)
                         && is_native_of(native, call)
                 }) else {

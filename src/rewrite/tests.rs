@@ -598,6 +598,51 @@ fn hosted_shows_a_native_item_that_cannot_give_up_its_index() {
     assert_eq!(r.stats().violations.get(Rule::HostedOutputIndex), 1);
 }
 
+/// Events before the first `response.created` belong to the response it opens (fuzz finding
+/// `items-before-response-created`): the hosted item opened before it stands in its call's place
+/// in the terminal listing, as it would had the call come after it.
+#[test]
+fn hosted_items_before_response_created_belong_to_its_response() {
+    let t0 = Instant::now();
+    let created =
+        ev(r#"{"type":"response.created","sequence_number":0,"response":{"id":"r1","output":[]}}"#);
+    let completed = ev(
+        r#"{"type":"response.completed","sequence_number":4,"response":{"id":"r1","output":[{"id":"fc_1","type":"function_call","name":"web_search","call_id":"c1","arguments":"{}"},{"type":"message","id":"msg_1"}]}}"#,
+    );
+    let input = [ev(ADDED), created, ev(DONE), ev(OUTPUT), completed].concat();
+    let mut r = rewriter(0).with_profiles(vec![Profile::Hosted]);
+    let out = whole_stream(&mut r, &input, t0);
+    let listing = event_of(&out, "response.completed").expect("the terminal event");
+    assert!(
+        !listing.contains("\"fc_1\""),
+        "the call is hidden: {listing}"
+    );
+    let hosted = listing.find("\"tph_").expect("the hosted item listed");
+    assert!(
+        hosted < listing.find("msg_1").expect("the message"),
+        "{listing}"
+    );
+    assert_eq!(listing.matches("\"tph_").count(), 1, "{listing}");
+}
+
+/// The gateway's own item is folded only into a hosted item still open: not into a call the
+/// gateway adds again under a call id whose hosted item is done (fuzz finding `crash-021c42a7…`).
+#[test]
+fn hosted_folds_no_native_item_into_a_call_id_added_again() {
+    let t0 = Instant::now();
+    let again = ADDED.replace(
+        r#""sequence_number":1,"output_index":0"#,
+        r#""sequence_number":4,"output_index":2"#,
+    );
+    let native = ev(
+        r#"{"type":"response.output_item.done","sequence_number":5,"output_index":3,"item":{"id":"ws_9","type":"web_search_call","name":"web_search","status":"completed"}}"#,
+    );
+    let input = [ev(ADDED), ev(DONE), ev(OUTPUT), ev(&again), native].concat();
+    let mut r = rewriter(0).with_profiles(vec![Profile::Hosted]);
+    let out = whole_stream(&mut r, &input, t0);
+    assert!(out.contains("\"id\":\"ws_9\""), "shown as it is: {out}");
+}
+
 /// A gateway whose terminal event names another response id than `response.created` (LiteLLM):
 /// the created id is put back, whatever the profile, and the gateway's id observed for the next
 /// turn. A line that says another kind of event leaves the event as it is.
