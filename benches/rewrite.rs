@@ -4,7 +4,8 @@
 //! profile (`hosted`) and under `openai` (companions) — each fed in 16 KiB,
 //! 1 KiB and 64 B chunks; plus a real recorded OpenAI stream. Criterion reports bytes/s; the
 //! event count per stream is printed so events/s follows. The chunks go in as the proxy feeds
-//! them (`Rewriter::feed_bytes`: `Bytes`, and pieces out).
+//! them (`Rewriter::feed_bytes`: `Bytes`, and pieces out). Group `long_arguments`: one call
+//! whose 256 KiB or 1 MiB of arguments arrive in 4-byte deltas, under `hosted` and `stages`.
 
 use std::hint::black_box;
 use std::path::Path;
@@ -54,6 +55,21 @@ fn stream(tool_every: Option<usize>) -> Vec<u8> {
     out.into_bytes()
 }
 
+/// One MCP call whose arguments (`bytes` of them) stream in 4-byte deltas, then its output
+/// (the quadratic-cost case of issue 28: each delta once copied the arguments so far).
+fn long_arguments(bytes: usize) -> Vec<u8> {
+    let mut seq = 0;
+    let item = r#""output_index":0,"item":{"id":"fc_1","type":"function_call","name":"mcp_lookup","call_id":"c1","arguments":""}"#;
+    let mut out = event(&mut seq, "response.output_item.added", item);
+    for _ in 0..bytes / 4 {
+        let delta = r#""item_id":"fc_1","output_index":0,"delta":"abcd""#;
+        out += &event(&mut seq, "response.function_call_arguments.delta", delta);
+    }
+    let output = r#""output_index":1,"item":{"id":"o_1","type":"function_call_output","call_id":"c1","output":"ok","status":"completed"}"#;
+    out += &event(&mut seq, "response.output_item.added", output);
+    out.into_bytes()
+}
+
 /// As the proxy feeds it: chunks of the upstream body as `Bytes`, the output as pieces (slices
 /// of the chunks where nothing changed).
 fn rewrite(config: &Arc<Config>, input: &Bytes, chunk: usize) -> usize {
@@ -100,6 +116,24 @@ fn bench(c: &mut Criterion) {
     group.bench_function("recorded_openai_mcp_16KiB_chunks", |b| {
         b.iter(|| rewrite(&config, black_box(&recorded), 16 * 1024))
     });
+    group.finish();
+
+    // Long streamed arguments: the work per delta must not grow with the arguments so far.
+    let mut stages = Config::default();
+    stages.events.profiles = vec![Profile::Stages];
+    let stages = Arc::new(stages);
+    let mut group = c.benchmark_group("long_arguments");
+    group.sample_size(10);
+    for kib in [256, 1024] {
+        let input = Bytes::from(long_arguments(kib * 1024));
+        group.throughput(Throughput::Bytes(input.len() as u64));
+        for (profile, config) in [("hosted", &config), ("stages", &stages)] {
+            let id = BenchmarkId::new(profile, format!("{kib}KiB_in_4B_deltas"));
+            group.bench_with_input(id, &input, |b, input| {
+                b.iter(|| rewrite(config, black_box(input), 16 * 1024))
+            });
+        }
+    }
     group.finish();
 }
 

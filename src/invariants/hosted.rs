@@ -147,8 +147,8 @@ pub fn check(input: &[u8], output: &[u8], max_event_bytes: usize) -> Result<Repo
             order,
             ..
         } = shown;
-        // A hosted item belongs to the response it was added in (a call left open by a
-        // response without a terminal event closes in the next one).
+        // A hosted item belongs to the response it was added in (a call a response leaves
+        // open without a terminal event closes before the next `response.created`).
         let added = text(json, "type") == Some("response.output_item.added");
         if let Some(id) = item_field(json, "id") {
             ids.insert(id.to_string());

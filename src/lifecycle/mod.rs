@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use serde::Deserialize;
 
 pub use classify::{Classifier, FailureRules, OutputFacts};
-pub use track::{NativeItem, Signal, Tracker};
+pub use track::{Deltas, NativeItem, Signal, Tracker};
 
 /// What kind of tool a call is, decided by its name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
@@ -106,7 +106,8 @@ impl Outcome {
 pub enum Phase {
     /// The call item appeared (arguments may still stream).
     Started,
-    /// A piece of the arguments arrived (already appended to `Call::arguments`).
+    /// A piece of the arguments arrived (already appended to `Call::arguments`, which the
+    /// transition carries only as far as [`Deltas`] says).
     ArgumentsDelta { chunk: String },
     /// The arguments are complete: the gateway is running the tool.
     Running,

@@ -70,10 +70,25 @@ impl Signal<'_> {
     }
 }
 
+/// What an `ArgumentsDelta` transition carries: what the stream's profiles render of it. A
+/// delta never copies the arguments so far unless a profile reads them (a call streamed in
+/// small deltas would otherwise cost the square of its length).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Deltas {
+    /// No transition for a delta (no profile renders one).
+    Off,
+    /// The chunk and the call, its `arguments` left empty.
+    Chunks,
+    /// The chunk and the call with its arguments so far while they are at most `max_bytes`
+    /// long; past that, as `Chunks`.
+    WithArguments { max_bytes: usize },
+}
+
 #[derive(Debug, Clone)]
 pub struct Tracker {
     open: Vec<Call>,
     max_open_calls: usize,
+    deltas: Deltas,
     /// Calls not tracked because `max_open_calls` were already open.
     pub untracked_calls: u64,
     /// Calls started at their done, never added (rule `call_done_not_added`).
@@ -87,10 +102,19 @@ impl Tracker {
         Tracker {
             open: Vec::new(),
             max_open_calls,
+            deltas: Deltas::WithArguments {
+                max_bytes: MAX_ARGUMENTS_BYTES,
+            },
             untracked_calls: 0,
             done_not_added: 0,
             item_id_repeated: 0,
         }
+    }
+
+    /// Sets what argument deltas report (the default carries everything).
+    pub fn with_deltas(mut self, deltas: Deltas) -> Self {
+        self.deltas = deltas;
+        self
     }
 
     /// The calls started and not yet finished, in the order they started.
@@ -116,9 +140,10 @@ impl Tracker {
                 if let Some(call) = call
                     && call.running_since.is_none()
                     && append_capped(call, &delta)
+                    && self.deltas != Deltas::Off
                 {
                     out.push(Transition {
-                        call: call.clone(),
+                        call: delta_view(call, self.deltas),
                         phase: Phase::ArgumentsDelta {
                             chunk: delta.into_owned(),
                         },
@@ -280,6 +305,22 @@ fn finished(call: Call, outcome: Outcome, output: Option<ToolOutput>, now: Insta
     }
 }
 
+/// The call as an `ArgumentsDelta` transition carries it under `deltas`: its arguments copied
+/// only while a profile reads them and they are short; else cut to nothing (and so marked
+/// `arguments_truncated`).
+fn delta_view(call: &mut Call, deltas: Deltas) -> Call {
+    match deltas {
+        Deltas::WithArguments { max_bytes } if call.arguments.len() <= max_bytes => call.clone(),
+        _ => {
+            let arguments = std::mem::take(&mut call.arguments);
+            let mut view = call.clone();
+            view.arguments_truncated = true;
+            call.arguments = arguments;
+            view
+        }
+    }
+}
+
 /// Appends to the call's arguments up to [`MAX_ARGUMENTS_BYTES`]; false once they are cut.
 fn append_capped(call: &mut Call, text: &str) -> bool {
     if call.arguments_truncated {
@@ -347,6 +388,53 @@ mod tests {
             duration: Duration::from_millis(ms),
             output: Some(crate::lifecycle::ToolOutput::default()),
         }
+    }
+
+    /// The bytes of arguments the transitions of a call streamed in `n` 4-byte deltas carry,
+    /// and how many delta transitions there were, under `deltas`.
+    fn carried(deltas: Deltas, n: usize) -> (usize, usize, String) {
+        let mut r = Run::new(8);
+        r.tracker = Tracker::new(8).with_deltas(deltas);
+        let mut out = Vec::new();
+        let mut signal = |s: Signal<'_>, out: &mut Vec<Transition>| {
+            r.tracker.on_signal(s, r.t0, &r.classifier, &r.failure, out)
+        };
+        signal(Signal::CallAdded(item("a", "mcp_x")), &mut out);
+        for _ in 0..n {
+            let delta = Signal::ArgumentsDelta {
+                item_id: "fc_a".into(),
+                delta: "abcd".into(),
+            };
+            signal(delta, &mut out);
+        }
+        signal(Signal::CallDone(item("a", "mcp_x")), &mut out);
+        let is_delta = |t: &&Transition| matches!(t.phase, Phase::ArgumentsDelta { .. });
+        let deltas = out.iter().filter(is_delta).count();
+        let bytes = out
+            .iter()
+            .filter(is_delta)
+            .map(|t| t.call.arguments.len())
+            .sum();
+        let running = out.iter().find(|t| t.phase == Phase::Running);
+        (
+            deltas,
+            bytes,
+            running.expect("running").call.arguments.clone(),
+        )
+    }
+
+    /// Issue 28: every delta once cloned the arguments so far (1 MiB in 4-byte deltas: 2.6 s);
+    /// a delta now carries them only while a profile reads them and they are short.
+    #[test]
+    fn argument_deltas_copy_the_arguments_only_as_far_as_a_profile_reads_them() {
+        let n = 16 * 1024; // 64 KiB of arguments
+        let whole = "abcd".repeat(n);
+        assert_eq!(carried(Deltas::Off, n), (0, 0, whole.clone()));
+        assert_eq!(carried(Deltas::Chunks, n), (n, 0, whole.clone()));
+        let (count, bytes, running) = carried(Deltas::WithArguments { max_bytes: 400 }, n);
+        assert_eq!((count, running), (n, whole));
+        // 4 + 8 + … + 400: the first 100 deltas carry their arguments, later ones none.
+        assert_eq!(bytes, (1..=100).map(|k| 4 * k).sum::<usize>());
     }
 
     #[test]

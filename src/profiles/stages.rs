@@ -30,7 +30,8 @@ pub fn render(transition: &Transition, context: &Context<'_>, out: &mut Vec<NewE
     match &transition.phase {
         Phase::Started => out.push(block("start", String::new())),
         Phase::ArgumentsDelta { chunk } => {
-            if call.arguments.len() > sanitizer.max_payload_bytes() {
+            // Past `max_payload_bytes` the tracker does not carry the arguments (`Deltas`).
+            if call.arguments_truncated || call.arguments.len() > sanitizer.max_payload_bytes() {
                 return;
             }
             let before = &call.arguments[..call.arguments.len() - chunk.len()];

@@ -26,7 +26,7 @@ use memchr::memmem;
 
 use crate::config::Config;
 use crate::dialect::responses::{self, Number};
-use crate::lifecycle::{Kind, NativeItem, Outcome, Phase, Signal, Tracker, Transition};
+use crate::lifecycle::{Deltas, Kind, NativeItem, Outcome, Phase, Signal, Tracker, Transition};
 use crate::profiles::{self, Context, Profile, openai};
 use crate::progress::Progress;
 use crate::rules::Rule;
@@ -177,7 +177,8 @@ impl Rewriter {
         let profiles = config.events.profiles.clone();
         Rewriter {
             parser: Parser::new(config.limits.max_event_bytes),
-            tracker: Tracker::new(config.limits.max_open_calls),
+            tracker: Tracker::new(config.limits.max_open_calls)
+                .with_deltas(deltas_for(&profiles, &config)),
             config,
             profiles,
             wall_clock: None,
@@ -213,6 +214,9 @@ impl Rewriter {
 
     /// Renders with these profiles instead of the config's (a request picked them).
     pub fn with_profiles(mut self, profiles: Vec<Profile>) -> Self {
+        self.tracker = self
+            .tracker
+            .with_deltas(deltas_for(&profiles, &self.config));
         self.profiles = profiles;
         self
     }
@@ -433,6 +437,11 @@ impl Rewriter {
             self.responses += 1;
             // Events before the first `response.created` belong to the response it opens.
             if self.responses > 1 {
+                // The response before ended without a terminal event: its calls close in it,
+                // as at a terminal event.
+                if !self.tracker.open_calls().is_empty() {
+                    self.close_all(now);
+                }
                 self.indices.reset();
                 self.companions.reset();
                 self.hosted.reset();
@@ -1018,6 +1027,19 @@ enum Fold {
 
 /// Whether the gateway's hosted item `native` is the one of `call`: the same kind, the same
 /// name (when it has one), the same arguments (when both have them; as JSON values).
+/// What argument deltas must carry for `profiles` to render them: `stages` shows the arguments
+/// so far (up to `max_payload_bytes`), `hosted` the chunk (of MCP calls), the others nothing.
+fn deltas_for(profiles: &[Profile], config: &Config) -> Deltas {
+    if profiles.contains(&Profile::Stages) {
+        let max_bytes = config.sanitizer.max_payload_bytes();
+        Deltas::WithArguments { max_bytes }
+    } else if profiles.contains(&Profile::Hosted) {
+        Deltas::Chunks
+    } else {
+        Deltas::Off
+    }
+}
+
 fn is_native_of(native: &NativeItem<'_>, call: &crate::lifecycle::Call) -> bool {
     let same_arguments = match native.arguments.as_deref() {
         None | Some("") => true,

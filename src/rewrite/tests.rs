@@ -625,6 +625,28 @@ fn hosted_items_before_response_created_belong_to_its_response() {
     assert_eq!(listing.matches("\"tph_").count(), 1, "{listing}");
 }
 
+/// A response that ends without a terminal event has its open calls closed in it, before the
+/// next `response.created` (fuzz finding `response-completed-then-call-again`): every item is
+/// done in the response that added it.
+#[test]
+fn calls_a_response_leaves_open_close_before_the_next_response() {
+    let t0 = Instant::now();
+    let created =
+        ev(r#"{"type":"response.created","sequence_number":0,"response":{"id":"r1","output":[]}}"#);
+    let input = [created.clone(), ev(ADDED), ev(DONE), created].concat();
+    for profile in [Profile::Hosted, Profile::OpenAi] {
+        let mut r = rewriter(0).with_profiles(vec![profile]);
+        let out = whole_stream(&mut r, &input, t0);
+        let second = out
+            .rfind("event: response.created")
+            .expect("the second response");
+        let (first, second) = out.split_at(second);
+        let closed = r#""type":"response.output_item.done","sequence_number":"#;
+        assert!(first.contains(r#""status":"failed""#), "{profile:?}: {out}");
+        assert!(!second.contains(closed), "{profile:?}: {out}");
+    }
+}
+
 /// The gateway's own item is folded only into a hosted item still open: not into a call the
 /// gateway adds again under a call id whose hosted item is done (fuzz finding `crash-021c42a7…`).
 #[test]
