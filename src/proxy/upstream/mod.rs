@@ -13,6 +13,7 @@
 //! connection closes.
 
 mod body;
+pub mod h1;
 mod pool;
 
 use std::future::{Future, poll_fn};

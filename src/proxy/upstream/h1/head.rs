@@ -1,0 +1,471 @@
+//! The upstream's response head: status line and header fields (with `httparse`), and from them
+//! how the body is framed (RFC 9112 §6.3) and whether the connection may be reused.
+//!
+//! At least as strict as hyper 1's client (`proto/h1/role.rs`, `Client::parse` and
+//! `Client::decoder`), and stricter where a proxy must not guess: a response with both
+//! `Transfer-Encoding` and `Content-Length` is refused (hyper follows `Transfer-Encoding`), and
+//! so is `101 Switching Protocols` (toolpulse never asks to upgrade).
+
+use http::header::{CONNECTION, CONTENT_LENGTH, TRANSFER_ENCODING};
+use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Version};
+
+/// A head longer than this is refused: it bounds what the connection buffers before the body,
+/// and no gateway sends heads near it (hyper's client allows ~400 KiB, its whole read buffer).
+pub const MAX_HEAD_BYTES: usize = 64 * 1024;
+
+/// More header fields than this are refused; hyper's default, so nothing hyper reads is lost.
+pub const MAX_HEADERS: usize = 100;
+
+/// The largest Content-Length taken: hyper keeps the two values above it for its own markers
+/// (chunked, close-delimited) and refuses them, so toolpulse does too.
+pub const MAX_CONTENT_LENGTH: u64 = u64::MAX - 2;
+
+/// How the response body is delimited (RFC 9112 §6.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Framing {
+    /// Exactly this many bytes; `Length(0)` for a response without a body.
+    Length(u64),
+    /// The chunked transfer coding.
+    Chunked,
+    /// Everything up to the connection's close.
+    Eof,
+}
+
+/// A final (non-1xx) response head.
+#[derive(Debug, Clone)]
+pub struct Head {
+    pub status: StatusCode,
+    pub version: Version,
+    /// In the order received; a repeated field keeps every value.
+    pub headers: HeaderMap,
+    pub framing: Framing,
+    /// The connection may carry another request once this body is read.
+    pub keep_alive: bool,
+}
+
+/// What [`parse`] found at the start of the buffer.
+#[derive(Debug)]
+pub enum Parsed {
+    /// No complete head yet: read more and parse again.
+    Partial,
+    /// An interim response (1xx other than 101) of `len` bytes, blank line included: skip it
+    /// and parse again after it.
+    Informational { len: usize },
+    /// The final head, `len` bytes long with its blank line; the body starts right after.
+    Final { head: Head, len: usize },
+}
+
+/// Why a response head is refused. Each is final: the connection cannot be used further.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum HeadError {
+    #[error("the upstream's response head is over 64 KiB")]
+    TooLarge,
+    #[error("the upstream's response head has more than 100 header fields")]
+    TooManyHeaders,
+    #[error("the upstream's response head is malformed ({0})")]
+    Malformed(httparse::Error),
+    #[error("the upstream's response has an invalid status code {0}")]
+    InvalidStatus(u16),
+    #[error("the upstream's response is not HTTP/1.0 or HTTP/1.1")]
+    UnsupportedVersion,
+    #[error("the upstream's response has an invalid header field name")]
+    InvalidHeaderName,
+    #[error("the upstream's response has an invalid header field value")]
+    InvalidHeaderValue,
+    #[error("the upstream switched protocols (101), which toolpulse never asks for")]
+    SwitchingProtocols,
+    #[error("the upstream's HTTP/1.0 response has a Transfer-Encoding, which HTTP/1.0 lacks")]
+    TransferEncodingOnHttp10,
+    #[error("the upstream's response has both Transfer-Encoding and Content-Length")]
+    LengthAndTransferEncoding,
+    #[error("the upstream's Content-Length is not one valid decimal number")]
+    InvalidContentLength,
+}
+
+/// Parses the response head at the start of `buf`, the answer to a `method` request.
+pub fn parse(buf: &[u8], method: &Method) -> Result<Parsed, HeadError> {
+    // Only the first MAX_HEAD_BYTES are looked at, so the outcome does not depend on how much
+    // the caller happened to read beyond them.
+    let window = &buf[..buf.len().min(MAX_HEAD_BYTES)];
+    let mut slots = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut response = httparse::Response::new(&mut slots);
+    let len = match response.parse(window) {
+        Ok(httparse::Status::Complete(len)) => len,
+        Ok(httparse::Status::Partial) if window.len() >= MAX_HEAD_BYTES => {
+            return Err(HeadError::TooLarge);
+        }
+        Ok(httparse::Status::Partial) => return Ok(Parsed::Partial),
+        Err(httparse::Error::TooManyHeaders) => return Err(HeadError::TooManyHeaders),
+        Err(e) => return Err(HeadError::Malformed(e)),
+    };
+    let code = response.code.unwrap_or(0);
+    let status = StatusCode::from_u16(code).map_err(|_| HeadError::InvalidStatus(code))?;
+    let version = match response.version {
+        Some(0) => Version::HTTP_10,
+        Some(1) => Version::HTTP_11,
+        _ => return Err(HeadError::UnsupportedVersion),
+    };
+    let headers = header_map(response.headers)?;
+    if status == StatusCode::SWITCHING_PROTOCOLS {
+        return Err(HeadError::SwitchingProtocols);
+    }
+    if status.is_informational() {
+        return Ok(Parsed::Informational { len });
+    }
+    let framing = framing(status, version, &headers, method)?;
+    let keep_alive = framing != Framing::Eof && keep_alive(version, &headers);
+    let head = Head {
+        status,
+        version,
+        headers,
+        framing,
+        keep_alive,
+    };
+    Ok(Parsed::Final { head, len })
+}
+
+/// The fields in order, repeated names appended. httparse has checked the bytes already; the
+/// `http` types check them again rather than trust that the two agree.
+fn header_map(fields: &[httparse::Header<'_>]) -> Result<HeaderMap, HeadError> {
+    let mut headers = HeaderMap::with_capacity(fields.len());
+    for field in fields {
+        let name = HeaderName::from_bytes(field.name.as_bytes())
+            .map_err(|_| HeadError::InvalidHeaderName)?;
+        let value =
+            HeaderValue::from_bytes(field.value).map_err(|_| HeadError::InvalidHeaderValue)?;
+        headers.append(name, value);
+    }
+    Ok(headers)
+}
+
+/// RFC 9112 §6.3, in its order, for a final response.
+fn framing(
+    status: StatusCode,
+    version: Version,
+    headers: &HeaderMap,
+    method: &Method,
+) -> Result<Framing, HeadError> {
+    // Rule 1: never a body, whatever the fields say.
+    if method == Method::HEAD
+        || status == StatusCode::NO_CONTENT
+        || status == StatusCode::NOT_MODIFIED
+    {
+        return Ok(Framing::Length(0));
+    }
+    if headers.contains_key(TRANSFER_ENCODING) {
+        if version == Version::HTTP_10 {
+            return Err(HeadError::TransferEncodingOnHttp10);
+        }
+        // Rule 3 says this "ought to be handled as an error": either reading may be the one a
+        // smuggler counted on, and a proxy must not pick.
+        if headers.contains_key(CONTENT_LENGTH) {
+            return Err(HeadError::LengthAndTransferEncoding);
+        }
+        return Ok(if final_coding_is_chunked(headers) {
+            Framing::Chunked
+        } else {
+            Framing::Eof
+        });
+    }
+    if headers.contains_key(CONTENT_LENGTH) {
+        return content_length(headers).map(Framing::Length);
+    }
+    Ok(Framing::Eof)
+}
+
+/// Whether `chunked` is the last coding of the last `Transfer-Encoding` field, read exactly as
+/// hyper reads it (anything else means reading to the close, in both).
+fn final_coding_is_chunked(headers: &HeaderMap) -> bool {
+    let Some(last) = headers.get_all(TRANSFER_ENCODING).iter().next_back() else {
+        return false;
+    };
+    let Ok(text) = last.to_str() else {
+        return false;
+    };
+    text.rsplit(',')
+        .next()
+        .is_some_and(|coding| coding.trim().eq_ignore_ascii_case("chunked"))
+}
+
+/// The one length every `Content-Length` value (field or list element) gives; refused when
+/// they differ or one is not a plain decimal number.
+fn content_length(headers: &HeaderMap) -> Result<u64, HeadError> {
+    let mut length = None;
+    for value in headers.get_all(CONTENT_LENGTH) {
+        let text = value
+            .to_str()
+            .map_err(|_| HeadError::InvalidContentLength)?;
+        for element in text.split(',') {
+            let n = decimal(element.trim()).ok_or(HeadError::InvalidContentLength)?;
+            if length.is_some_and(|l| l != n) {
+                return Err(HeadError::InvalidContentLength);
+            }
+            length = Some(n);
+        }
+    }
+    length
+        .filter(|&n| n <= MAX_CONTENT_LENGTH)
+        .ok_or(HeadError::InvalidContentLength)
+}
+
+/// Digits only: `u64::from_str` would take a `+` sign.
+fn decimal(text: &str) -> Option<u64> {
+    if text.is_empty() {
+        return None;
+    }
+    text.bytes().try_fold(0u64, |n, b| {
+        let digit = u64::from(b.checked_sub(b'0').filter(|d| *d <= 9)?);
+        n.checked_mul(10)?.checked_add(digit)
+    })
+}
+
+/// HTTP/1.1 stays open unless told `close`; HTTP/1.0 closes unless told `keep-alive`. A
+/// `close` in any `Connection` field wins over a `keep-alive` in another.
+fn keep_alive(version: Version, headers: &HeaderMap) -> bool {
+    let has = |token: &str| {
+        headers.get_all(CONNECTION).iter().any(|value| {
+            value.to_str().is_ok_and(|text| {
+                text.split(',')
+                    .any(|t| t.trim().eq_ignore_ascii_case(token))
+            })
+        })
+    };
+    if has("close") {
+        return false;
+    }
+    version == Version::HTTP_11 || has("keep-alive")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn final_head(raw: &str, method: &Method) -> (Head, usize) {
+        match parse(raw.as_bytes(), method) {
+            Ok(Parsed::Final { head, len }) => (head, len),
+            other => panic!("{raw:?}: {other:?}"),
+        }
+    }
+
+    fn get(raw: &str) -> Head {
+        final_head(raw, &Method::GET).0
+    }
+
+    fn refused(raw: &str) -> HeadError {
+        match parse(raw.as_bytes(), &Method::GET) {
+            Err(e) => e,
+            other => panic!("{raw:?} was not refused: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_length_head_and_where_the_body_starts() {
+        let raw = "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nX-A: 1\r\nX-A: 2\r\n\r\nhello";
+        let (head, len) = final_head(raw, &Method::GET);
+        assert_eq!(&raw[len..], "hello");
+        assert_eq!(head.status, StatusCode::OK);
+        assert_eq!(head.version, Version::HTTP_11);
+        assert_eq!(head.framing, Framing::Length(5));
+        assert!(head.keep_alive);
+        let values: Vec<_> = head.headers.get_all("x-a").iter().collect();
+        assert_eq!(values, ["1", "2"]);
+    }
+
+    #[test]
+    fn partial_until_the_blank_line() {
+        let raw = b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
+        for end in 0..raw.len() {
+            assert!(
+                matches!(parse(&raw[..end], &Method::GET), Ok(Parsed::Partial)),
+                "{end}"
+            );
+        }
+        assert!(matches!(
+            parse(raw, &Method::GET),
+            Ok(Parsed::Final { len: 38, .. })
+        ));
+    }
+
+    #[test]
+    fn both_content_length_and_transfer_encoding_are_refused() {
+        let raw = "HTTP/1.1 200 OK\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n";
+        assert_eq!(refused(raw), HeadError::LengthAndTransferEncoding);
+    }
+
+    #[test]
+    fn equal_content_lengths_are_one_length() {
+        let raw = "HTTP/1.1 200 OK\r\nContent-Length: 7\r\nContent-Length: 7, 7\r\n\r\n";
+        assert_eq!(get(raw).framing, Framing::Length(7));
+    }
+
+    #[test]
+    fn differing_or_invalid_content_lengths_are_refused() {
+        for value in [
+            "7\r\nContent-Length: 8",
+            "7, 8",
+            "+7",
+            "-7",
+            "1 2",
+            "0x7",
+            "7,",
+            "",
+            "18446744073709551616",
+            "18446744073709551614",
+        ] {
+            let raw = format!("HTTP/1.1 200 OK\r\nContent-Length: {value}\r\n\r\n");
+            assert_eq!(refused(&raw), HeadError::InvalidContentLength, "{value:?}");
+        }
+        let raw = format!("HTTP/1.1 200 OK\r\nContent-Length: {MAX_CONTENT_LENGTH}\r\n\r\n");
+        assert_eq!(get(&raw).framing, Framing::Length(MAX_CONTENT_LENGTH));
+    }
+
+    #[test]
+    fn chunked_only_as_the_final_coding() {
+        let chunked = "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, Chunked\r\n\r\n";
+        assert_eq!(get(chunked).framing, Framing::Chunked);
+        let last_field =
+            "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n\r\n";
+        assert_eq!(get(last_field).framing, Framing::Chunked);
+        let not_final = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked, gzip\r\n\r\n";
+        let head = get(not_final);
+        assert_eq!(head.framing, Framing::Eof);
+        assert!(!head.keep_alive);
+    }
+
+    #[test]
+    fn no_length_reads_to_the_close() {
+        let head = get("HTTP/1.1 200 OK\r\nConnection: keep-alive\r\n\r\n");
+        assert_eq!(head.framing, Framing::Eof);
+        assert!(!head.keep_alive);
+    }
+
+    #[test]
+    fn transfer_encoding_on_http_1_0_is_refused() {
+        let raw = "HTTP/1.0 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n";
+        assert_eq!(refused(raw), HeadError::TransferEncodingOnHttp10);
+    }
+
+    #[test]
+    fn obs_fold_is_refused() {
+        let raw = "HTTP/1.1 200 OK\r\nX-A: 1\r\n 2\r\nContent-Length: 0\r\n\r\n";
+        assert!(matches!(refused(raw), HeadError::Malformed(_)));
+    }
+
+    #[test]
+    fn bad_status_lines_and_fields_are_refused() {
+        for raw in [
+            "HTTP/2.0 200 OK\r\n\r\n",
+            "HTTP/1.1 20 OK\r\n\r\n",
+            "HTTP/1.1 200 OK\r\nX A: 1\r\n\r\n",
+            "HTTP/1.1 200 OK\r\nX-A : 1\r\n\r\n",
+            "HTTP/1.1 200 OK\r\nX-A: \x01\r\n\r\n",
+            "HTTP/1.1 200 OK\r\nX-A: \x7f\r\n\r\n",
+        ] {
+            assert!(matches!(refused(raw), HeadError::Malformed(_)), "{raw:?}");
+        }
+        assert_eq!(
+            refused("HTTP/1.1 099 Low\r\n\r\n"),
+            HeadError::InvalidStatus(99)
+        );
+    }
+
+    #[test]
+    fn an_oversized_head_is_refused() {
+        let mut raw = b"HTTP/1.1 200 OK\r\nX-Big: ".to_vec();
+        raw.resize(MAX_HEAD_BYTES - 1, b'a');
+        assert!(matches!(parse(&raw, &Method::GET), Ok(Parsed::Partial)));
+        raw.push(b'a');
+        assert_eq!(
+            parse(&raw, &Method::GET).expect_err("refused"),
+            HeadError::TooLarge
+        );
+        // Complete, but past the limit: refused however much was read.
+        raw.extend_from_slice(b"\r\n\r\n");
+        assert_eq!(
+            parse(&raw, &Method::GET).expect_err("refused"),
+            HeadError::TooLarge
+        );
+        // Right at the limit, accepted.
+        raw.truncate(MAX_HEAD_BYTES - 4);
+        raw.extend_from_slice(b"\r\n\r\n");
+        assert!(
+            matches!(parse(&raw, &Method::GET), Ok(Parsed::Final { len, .. }) if len == MAX_HEAD_BYTES)
+        );
+    }
+
+    #[test]
+    fn too_many_headers_are_refused() {
+        let fields = |n: usize| -> String {
+            let lines: String = (0..n).map(|i| format!("X-{i}: {i}\r\n")).collect();
+            format!("HTTP/1.1 200 OK\r\n{lines}\r\n")
+        };
+        assert_eq!(get(&fields(MAX_HEADERS)).headers.len(), MAX_HEADERS);
+        assert_eq!(refused(&fields(MAX_HEADERS + 1)), HeadError::TooManyHeaders);
+    }
+
+    #[test]
+    fn interim_responses_are_skipped_then_the_final_one_parsed() {
+        let raw = "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+        let mut rest = raw.as_bytes();
+        let mut skipped = 0;
+        let (head, len) = loop {
+            match parse(rest, &Method::GET).expect("a valid head") {
+                Parsed::Informational { len } => {
+                    skipped += 1;
+                    rest = &rest[len..];
+                }
+                Parsed::Final { head, len } => break (head, len),
+                Parsed::Partial => panic!("partial"),
+            }
+        };
+        assert_eq!(skipped, 2);
+        assert_eq!(head.status, StatusCode::OK);
+        assert_eq!(&rest[len..], b"ok");
+    }
+
+    #[test]
+    fn switching_protocols_is_refused() {
+        let raw = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\r\n";
+        assert_eq!(refused(raw), HeadError::SwitchingProtocols);
+    }
+
+    #[test]
+    fn head_204_and_304_have_no_body_whatever_the_fields_say() {
+        let with_length = "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n";
+        assert_eq!(
+            final_head(with_length, &Method::HEAD).0.framing,
+            Framing::Length(0)
+        );
+        for status in ["204 No Content", "304 Not Modified"] {
+            for fields in ["Content-Length: 10", "Transfer-Encoding: chunked", "X: y"] {
+                let raw = format!("HTTP/1.1 {status}\r\n{fields}\r\n\r\nbody");
+                assert_eq!(get(&raw).framing, Framing::Length(0), "{raw:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn keep_alive_by_version_and_connection() {
+        let cases = [
+            ("HTTP/1.1", "", true),
+            ("HTTP/1.1", "Connection: close\r\n", false),
+            ("HTTP/1.1", "Connection: keep-alive, Close\r\n", false),
+            ("HTTP/1.0", "", false),
+            ("HTTP/1.0", "Connection: Keep-Alive\r\n", true),
+            (
+                "HTTP/1.0",
+                "Connection: keep-alive\r\nConnection: close\r\n",
+                false,
+            ),
+            (
+                "HTTP/1.0",
+                "Connection: close\r\nConnection: keep-alive\r\n",
+                false,
+            ),
+        ];
+        for (version, fields, expected) in cases {
+            let raw = format!("{version} 200 OK\r\n{fields}Content-Length: 0\r\n\r\n");
+            assert_eq!(get(&raw).keep_alive, expected, "{raw:?}");
+        }
+    }
+}
