@@ -21,6 +21,7 @@ use tokio_util::sync::WaitForCancellationFutureOwned;
 
 use super::log::{RequestLog, StreamEnd};
 use super::upstream::UpstreamBody;
+use super::upstream::body::BoxError;
 use crate::hosted::shared::Pairs;
 use crate::hosted::store::Pair;
 use crate::metrics::EventType;
@@ -28,7 +29,7 @@ use crate::progress::local::StreamHandle;
 use crate::rewrite::{Observation, Rewriter};
 use crate::unconfigured::{self, Reported};
 
-type Polled = Poll<Option<Result<Frame<Bytes>, hyper::Error>>>;
+type Polled = Poll<Option<Result<Frame<Bytes>, BoxError>>>;
 
 /// Upstream frames read between two looks at the drain signal while the upstream never pauses;
 /// otherwise it is looked at when the upstream is pending. (Its future is one for all streams:
@@ -88,7 +89,7 @@ impl ProxyBody {
 
 impl Body for ProxyBody {
     type Data = Bytes;
-    type Error = hyper::Error;
+    type Error = BoxError;
 
     fn poll_frame(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Polled {
         let this = self.get_mut();
@@ -336,7 +337,7 @@ impl RewriteBody {
 
 impl Body for RewriteBody {
     type Data = Bytes;
-    type Error = hyper::Error;
+    type Error = BoxError;
 
     fn poll_frame(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Polled {
         let this = self.get_mut();

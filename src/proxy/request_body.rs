@@ -46,6 +46,16 @@ pub enum RequestBody {
 }
 
 impl RequestBody {
+    /// The body's bytes when it is all in memory, in one piece (a body read whole).
+    pub fn in_memory(&self) -> Option<Bytes> {
+        match self {
+            RequestBody::Read {
+                frames, rest: None, ..
+            } => whole(frames),
+            _ => None,
+        }
+    }
+
     /// A body read by [`budget::read_up_to`], its rest (if any) forwarded unscanned.
     pub fn read(read: budget::Read) -> Self {
         RequestBody::Read {

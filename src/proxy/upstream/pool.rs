@@ -4,21 +4,16 @@
 //! connections wait, a reaper closes the expired and the closed ones every [`REAP_EVERY`].
 //!
 //! Written here rather than taken from hyper-util: its pool comes with its client, which gives
-//! every connection a task of its own (see the module above).
+//! every connection a task of its own (see the module above), and holds hyper's connections.
 
 use std::collections::VecDeque;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Waker};
 use std::time::Duration;
 
-use hyper::client::conn::http1;
 use tokio::time::Instant;
 
-use super::Conn;
-use crate::proxy::request_body::RequestBody;
+use super::h1::conn::Connection;
 
 /// Idle connections closed after this long (gateways often close at 60–120 s).
 pub const POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
@@ -30,28 +25,22 @@ pub const REAP_EVERY: Duration = Duration::from_secs(10);
 
 /// A connection with no request on it.
 pub struct Idle {
-    pub sender: http1::SendRequest<RequestBody>,
-    pub conn: Conn,
+    pub conn: Box<Connection>,
     since: Instant,
 }
 
 impl Idle {
-    pub fn new(sender: http1::SendRequest<RequestBody>, conn: Conn) -> Idle {
+    pub fn new(conn: Box<Connection>) -> Idle {
         Idle {
-            sender,
             conn,
             since: Instant::now(),
         }
     }
 
-    /// Whether the connection can still take a request: drives it once (reading what the
-    /// upstream sent: a close, a reset) without waiting.
+    /// Whether the connection can still take a request (the upstream did not close or reset
+    /// it, or send anything, while it waited); looks without waiting.
     fn is_open(&mut self) -> bool {
-        if self.sender.is_closed() {
-            return false;
-        }
-        let mut cx = Context::from_waker(Waker::noop());
-        Pin::new(&mut self.conn).poll(&mut cx).is_pending()
+        self.conn.is_open()
     }
 
     fn expired(&self, now: Instant) -> bool {

@@ -9,8 +9,14 @@
 //! - [`decode`] takes the body apart as that framing says (Content-Length, chunked, or up to
 //!   the connection's close).
 //!
+//! [`conn`] is the connection around them: the request written, the head and body read from
+//! one buffer, the connection handed back to the pool.
+//!
 //! Both are at least as strict as hyper's HTTP/1 client, which fuzz target `h1` uses as their
 //! oracle (`fuzz/checks.rs`).
 
+pub mod conn;
 pub mod decode;
 pub mod head;
+mod io;
+mod request;
