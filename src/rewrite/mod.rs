@@ -1075,13 +1075,40 @@ fn splice(event: &Event, edits: &[(Range<usize>, Splice)], out: &mut BytesMut) {
                 }
                 from = end;
             }
+            // A range across two `data` lines: the event is written again, its data edited
+            // whole (the client reads the same data, but for the edits).
             _ => {
                 out.truncate(start_len);
-                return out.extend_from_slice(raw);
+                return splice_joined(event, edits, out);
             }
         }
     }
     out.extend_from_slice(&raw[from..]);
+}
+
+/// [`splice`] on the event's joined data, written back as `data` lines; the event as it is
+/// when an edit does not fit the data.
+fn splice_joined(event: &Event, edits: &[(Range<usize>, Splice)], out: &mut BytesMut) {
+    let Some(data) = event.data() else {
+        return out.extend_from_slice(event.raw());
+    };
+    let mut edited = Vec::with_capacity(data.len() + 64);
+    let mut from = 0;
+    for (range, text) in edits {
+        if range.start < from || range.end > data.len() {
+            return out.extend_from_slice(event.raw());
+        }
+        edited.extend_from_slice(&data[from..range.start]);
+        match text {
+            Splice::Number(n) => {
+                edited.extend_from_slice(itoa::Buffer::new().format(*n).as_bytes())
+            }
+            Splice::Text(text) => edited.extend_from_slice(text.as_bytes()),
+        }
+        from = range.end;
+    }
+    edited.extend_from_slice(&data[from..]);
+    event.write_with_data(&edited, out);
 }
 
 /// The nonce of the stream's `ordinal`th response: the stream's own for the first, then a

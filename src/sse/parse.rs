@@ -92,6 +92,41 @@ impl Event {
         None
     }
 
+    /// Writes the block with its data replaced by `data`: as `data` lines (one per `\n` in it)
+    /// where its first `data` line was, its other `data` lines left out, every other line as it
+    /// was. For edits that cannot be made in place (a range across two `data` lines).
+    pub fn write_with_data(&self, data: &[u8], out: &mut BytesMut) {
+        let Some(first) = &self.fields.data else {
+            return out.extend_from_slice(&self.raw);
+        };
+        let raw = &self.raw[..];
+        let mut from = 0;
+        for (i, value) in std::iter::once(first)
+            .chain(&self.fields.more_data)
+            .enumerate()
+        {
+            let start = raw[..value.start]
+                .iter()
+                .rposition(|&b| b == b'\n' || b == b'\r')
+                .map_or(0, |p| p + 1);
+            let end = match raw[value.end..] {
+                [b'\r', b'\n', ..] => value.end + 2,
+                [b'\r' | b'\n', ..] => value.end + 1,
+                _ => value.end,
+            };
+            out.extend_from_slice(&raw[from..start]);
+            if i == 0 {
+                for line in data.split(|&b| b == b'\n') {
+                    out.extend_from_slice(b"data: ");
+                    out.extend_from_slice(line);
+                    out.extend_from_slice(b"\n");
+                }
+            }
+            from = end;
+        }
+        out.extend_from_slice(&raw[from..]);
+    }
+
     /// The `id` field's value (the last one without a NUL wins), if any.
     pub fn id(&self) -> Option<&[u8]> {
         self.fields.id.clone().map(|r| &self.raw[r])
@@ -603,6 +638,34 @@ mod tests {
         assert_eq!(bytes_to_end_an_event(Some(b'\n'), b"\r\nrest"), 2);
         assert_eq!(bytes_to_end_an_event(Some(b'\r'), b"\n\r"), 1);
         assert_eq!(bytes_to_end_an_event(None, b"no end"), 6);
+    }
+
+    fn events_of(bytes: &[u8]) -> Vec<Item> {
+        let mut parser = Parser::new(1 << 20);
+        parser.push(bytes);
+        std::iter::from_fn(|| parser.next_item()).collect()
+    }
+
+    #[test]
+    fn an_event_is_written_again_with_other_data() {
+        let raw = b"event: x\r\ndata: {\"a\":\r\n: note\r\ndata: 1}\r\nid: 7\r\n\r\n";
+        let items = events_of(raw);
+        let [Item::Event(event)] = &items[..] else {
+            panic!("{items:?}")
+        };
+        assert_eq!(event.data().as_deref(), Some(&b"{\"a\":\n1}"[..]));
+        let mut out = BytesMut::new();
+        event.write_with_data(b"{\"a\":\n2}", &mut out);
+        assert_eq!(
+            &out[..],
+            b"event: x\r\ndata: {\"a\":\ndata: 2}\n: note\r\nid: 7\r\n\r\n"
+        );
+        let again = events_of(&out);
+        let [Item::Event(again)] = &again[..] else {
+            panic!("{again:?}")
+        };
+        assert_eq!(again.data().as_deref(), Some(&b"{\"a\":\n2}"[..]));
+        assert_eq!(again.id(), Some(&b"7"[..]));
     }
 
     #[test]
