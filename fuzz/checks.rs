@@ -9,6 +9,10 @@
 //!   where the input was dense, every opening closed exactly once, untouched when nothing is
 //!   injected), and does not depend on how the input is split; with time passing between
 //!   chunks (heartbeats, `stages`' running events) it still keeps the invariants.
+//! - [`h1`]: toolpulse's own HTTP/1.1 response reading (`proxy::upstream::h1`) gives the same
+//!   outcome however the bytes are split, and whatever it accepts, hyper's HTTP/1 client
+//!   accepts with the same status, header fields and body; it refuses what hyper accepts only
+//!   where it is stricter on purpose ([`STRICTER_THAN_HYPER`]).
 //!
 //! Inputs start with a few control bytes (limits, how to split, which config); see each check.
 //! Arbitrary bytes rarely look like a Responses stream, so the rewriter check can also read its
@@ -19,6 +23,8 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant, SystemTime};
 
 use toolpulse::profiles::Profile;
+use toolpulse::proxy::upstream::h1::decode::{DecodeError, Decoder};
+use toolpulse::proxy::upstream::h1::head::{self, HeadError, Parsed};
 use toolpulse::sse::{Item, Parser};
 use toolpulse::{Config, Rewriter, invariants};
 
@@ -558,5 +564,248 @@ impl Render {
             self.out.extend_from_slice(line.as_bytes());
             self.out.extend_from_slice(self.nl.as_bytes());
         }
+    }
+}
+
+/// Where toolpulse's HTTP/1.1 reading refuses a response that hyper's client accepts, on
+/// purpose; any other refusal of a response hyper accepts fails [`h1`].
+///
+/// - both `Transfer-Encoding` and `Content-Length`: RFC 9112 §6.3 says this "ought to be
+///   handled as an error"; hyper follows `Transfer-Encoding`, a proxy must not guess;
+/// - `101 Switching Protocols`: toolpulse never asks to upgrade;
+/// - a head over `MAX_HEAD_BYTES` (64 KiB): hyper takes up to its read buffer (~400 KiB);
+/// - a bare LF in the trailer section: hyper hands the trailer bytes to httparse, which takes
+///   a bare LF as a line end, so `0\r\n\nanything\r\n\r\n` ends a body for hyper (the bytes
+///   after the LF are dropped unread); toolpulse wants CRLF everywhere in chunked framing.
+pub const STRICTER_THAN_HYPER: [H1Refusal; 4] = [
+    H1Refusal::Head(HeadError::LengthAndTransferEncoding),
+    H1Refusal::Head(HeadError::SwitchingProtocols),
+    H1Refusal::Head(HeadError::TooLarge),
+    H1Refusal::Body(DecodeError::TrailerBareLf),
+];
+
+/// A response as the reader hands it on: what hyper's client gives too.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct H1Message {
+    pub status: http::StatusCode,
+    pub headers: http::HeaderMap,
+    pub body: Vec<u8>,
+}
+
+/// Why toolpulse refused a response.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum H1Refusal {
+    Head(HeadError),
+    /// The connection closed before a complete final head.
+    HeadCut,
+    Body(DecodeError),
+}
+
+/// `data` = `[flags, seed, response…]`: bit 0 of `flags` picks the request method (GET or
+/// HEAD), its bits 1-7 the largest piece ([`chunks`] with `flags >> 1` and `seed`). The
+/// response (head and body, as the upstream sends them, then the connection closes) is read
+/// by toolpulse whole and in pieces, and by hyper's client whole. Returns whether toolpulse
+/// accepted it.
+///
+/// The equivalence with hyper: hyper's body is what `collect` gives (data frames; trailers
+/// dropped, as toolpulse drops them). Both read no body for HEAD, 204 and 304, both read to
+/// the close without `Content-Length` or with a non-chunked `Transfer-Encoding`, and both
+/// stop at the body's end, leaving what follows unread; so status, header fields (in order)
+/// and body bytes must be equal whenever toolpulse accepts.
+pub fn h1(data: &[u8]) -> bool {
+    let [flags, seed, response @ ..] = data else {
+        return false;
+    };
+    let method = if flags & 1 == 0 {
+        http::Method::GET
+    } else {
+        http::Method::HEAD
+    };
+    let whole = h1_read(&[response], &method);
+    let split = h1_read(&chunks(response, flags >> 1, *seed), &method);
+    assert_eq!(whole, split, "the outcome depends on the split");
+    let reference = hyper_read(response, &method);
+    match (&whole, reference) {
+        (Ok(ours), Ok(theirs)) => assert_eq!(ours, &theirs, "toolpulse and hyper read differently"),
+        (Ok(ours), Err(e)) => panic!("toolpulse accepts what hyper refuses ({e:?}): {ours:?}"),
+        (Err(refusal), Ok(theirs)) => assert!(
+            STRICTER_THAN_HYPER.contains(refusal),
+            "toolpulse refuses ({refusal:?}) what hyper accepts: {theirs:?}"
+        ),
+        (Err(_), Err(_)) => {}
+    }
+    whole.is_ok()
+}
+
+/// Reads a response the way the connection code does: bytes arrive in `pieces`, the head is
+/// parsed (1xx heads skipped) until complete, then the body is decoded from what follows; the
+/// last piece is followed by end of file.
+fn h1_read(pieces: &[&[u8]], method: &http::Method) -> Result<H1Message, H1Refusal> {
+    let mut pieces = pieces.iter();
+    let mut pending: Vec<u8> = Vec::new();
+    let head = 'head: loop {
+        loop {
+            match head::parse(&pending, method).map_err(H1Refusal::Head)? {
+                Parsed::Partial => break,
+                Parsed::Informational { len } => {
+                    pending.drain(..len);
+                }
+                Parsed::Final { head, len } => {
+                    pending.drain(..len);
+                    break 'head head;
+                }
+            }
+        }
+        // Bounded memory: a head still partial is under the limit.
+        assert!(
+            pending.len() < head::MAX_HEAD_BYTES,
+            "a partial head over the limit"
+        );
+        pending.extend_from_slice(pieces.next().ok_or(H1Refusal::HeadCut)?);
+    };
+    let mut decoder = Decoder::new(head.framing);
+    let mut body = Vec::new();
+    loop {
+        while !decoder.is_done() {
+            let step = decoder.decode(&pending).map_err(H1Refusal::Body)?;
+            assert!(step.consumed <= pending.len(), "consumed more than given");
+            if let Some(range) = step.data.clone() {
+                assert!(
+                    !range.is_empty() && range.end <= step.consumed,
+                    "data {range:?} outside the {} bytes consumed",
+                    step.consumed
+                );
+                body.extend_from_slice(&pending[range]);
+            }
+            pending.drain(..step.consumed);
+            if step.consumed == 0 {
+                // Never stuck: the decoder takes something from any non-empty buffer.
+                assert!(pending.is_empty(), "no progress on {} bytes", pending.len());
+                break;
+            }
+        }
+        if decoder.is_done() {
+            break;
+        }
+        match pieces.next() {
+            Some(piece) => pending.extend_from_slice(piece),
+            None => {
+                decoder.eof().map_err(H1Refusal::Body)?;
+                break;
+            }
+        }
+    }
+    Ok(H1Message {
+        status: head.status,
+        headers: head.headers,
+        body,
+    })
+}
+
+thread_local! {
+    /// One runtime per thread, reused: building one per input would cost more than the input.
+    static RUNTIME: tokio::runtime::Runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("a current-thread runtime");
+}
+
+/// The reference reading: hyper's HTTP/1 client sends a `method` request over a connection
+/// whose peer answers `response` and closes.
+fn hyper_read(response: &[u8], method: &http::Method) -> Result<H1Message, hyper::Error> {
+    RUNTIME.with(|runtime| runtime.block_on(hyper_exchange(response, method.clone())))
+}
+
+async fn hyper_exchange(response: &[u8], method: http::Method) -> Result<H1Message, hyper::Error> {
+    use http_body_util::BodyExt;
+
+    let io = Replay {
+        rest: response,
+        asked: false,
+    };
+    let (mut sender, connection) =
+        hyper::client::conn::http1::handshake::<_, http_body_util::Empty<bytes::Bytes>>(io).await?;
+    let request = http::Request::builder()
+        .method(method)
+        .uri("/")
+        .header(http::header::HOST, "upstream")
+        .body(http_body_util::Empty::new())
+        .expect("a valid request");
+    let exchange = async move {
+        let (parts, body) = sender.send_request(request).await?.into_parts();
+        let body = body.collect().await?.to_bytes().to_vec();
+        Ok(H1Message {
+            status: parts.status,
+            headers: parts.headers,
+            body,
+        })
+    };
+    // The connection is driven alongside until the exchange ends (it may end first: its
+    // errors reach the exchange).
+    let mut connection = std::pin::pin!(connection);
+    let mut exchange = std::pin::pin!(exchange);
+    let mut connection_done = false;
+    std::future::poll_fn(|cx| {
+        if let std::task::Poll::Ready(result) = exchange.as_mut().poll(cx) {
+            return std::task::Poll::Ready(result);
+        }
+        if !connection_done {
+            connection_done = connection.as_mut().poll(cx).is_ready();
+        }
+        std::task::Poll::Pending
+    })
+    .await
+}
+
+/// The upstream's side of the connection: once the request is written (and dropped), reads
+/// give `rest` then end of file. Before it, reads wait, as a real upstream would: an idle
+/// client connection that reads bytes takes them as an unexpected message.
+struct Replay<'a> {
+    rest: &'a [u8],
+    asked: bool,
+}
+
+impl hyper::rt::Read for Replay<'_> {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+        mut buf: hyper::rt::ReadBufCursor<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        // `poll_write` wakes the task (the only one) when the request comes.
+        if !self.asked {
+            return std::task::Poll::Pending;
+        }
+        let n = self.rest.len().min(buf.remaining());
+        let (now, later) = self.rest.split_at(n);
+        buf.put_slice(now);
+        self.rest = later;
+        std::task::Poll::Ready(Ok(()))
+    }
+}
+
+impl hyper::rt::Write for Replay<'_> {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        if !self.asked {
+            self.asked = true;
+            cx.waker().wake_by_ref();
+        }
+        std::task::Poll::Ready(Ok(buf.len()))
+    }
+
+    fn poll_flush(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn poll_shutdown(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::task::Poll::Ready(Ok(()))
     }
 }

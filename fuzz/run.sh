@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Fuzzes both targets for N seconds each (default 600), one after the other, then minimizes
+# Fuzzes every target for N seconds each (default 600), one after the other, then minimizes
 # their corpora into fuzz/corpus/<target>/. Crashes land in fuzz/artifacts/<target>/.
 #
 #   fuzz/run.sh [SECONDS]        fuzz each target for SECONDS
 #   fuzz/run.sh --seed           (re)seed fuzz/corpus/ from the fixtures, then exit
-#   TARGETS=rewriter fuzz/run.sh one target only (default: "parser rewriter")
+#   TARGETS=rewriter fuzz/run.sh one target only (default: "parser rewriter h1")
 #
 # Needs nightly Rust and cargo-fuzz (`cargo install cargo-fuzz --locked`). Runs under
 # `nice -n 10`: the machines it runs on are shared.
@@ -44,7 +44,7 @@ fi
 
 seconds=${1:-600}
 toolchain=${TOOLCHAIN:-+nightly}
-targets=${TARGETS:-parser rewriter}
+targets=${TARGETS:-parser rewriter h1}
 for target in $targets; do
   mkdir -p "corpus/$target" "regressions/$target"
   # --sanitizer none: the crate has no `unsafe`, and ASan costs most of the speed;

@@ -73,3 +73,16 @@ fn rewriter_corpus_and_regressions() {
     );
     eprintln!("{} inputs, {injecting} injecting", reports.len());
 }
+
+#[test]
+fn h1_corpus_and_regressions() {
+    let accepted = replay("h1", checks::h1);
+    // The corpus must reach both sides: responses read, and responses refused.
+    let read = accepted.iter().filter(|a| **a).count();
+    assert!(
+        read > 0 && read < accepted.len(),
+        "{read} of {} corpus inputs accepted",
+        accepted.len()
+    );
+    eprintln!("{} inputs, {read} accepted", accepted.len());
+}
