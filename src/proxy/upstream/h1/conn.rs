@@ -151,6 +151,7 @@ pub async fn send(
         method: &parts.method,
         upload: &mut upload,
         upload_failed: None,
+        searched: 0,
     };
     let (parsed, reusable) = match exchange.await {
         Ok(done) => done,
@@ -184,6 +185,17 @@ struct Exchange<'a> {
     method: &'a http::Method,
     upload: &'a mut Option<Box<Upload>>,
     upload_failed: Option<UploadError>,
+    /// How much of the read buffer is known to hold no blank line.
+    searched: usize,
+}
+
+/// Whether `buf` has a blank line (`\n\n` or `\n\r\n`) that is not all in `buf[..searched]`.
+fn has_blank_line(buf: &[u8], searched: usize) -> bool {
+    let from = searched.saturating_sub(2).min(buf.len());
+    memchr::memchr_iter(b'\n', &buf[from..]).any(|at| {
+        let rest = &buf[from + at + 1..];
+        rest.starts_with(b"\n") || rest.starts_with(b"\r\n")
+    })
 }
 
 impl std::future::Future for Exchange<'_> {
@@ -209,10 +221,20 @@ impl std::future::Future for Exchange<'_> {
             }
         }
         loop {
-            match head::parse(&this.conn.buf, this.method) {
+            // Parsed only once its blank line is in (a head dripped a byte at a time would be
+            // parsed from its start at every byte).
+            let buf = &this.conn.buf;
+            let complete = has_blank_line(buf, this.searched) || buf.len() >= head::MAX_HEAD_BYTES;
+            this.searched = buf.len();
+            let parsed = match complete {
+                true => head::parse(buf, this.method),
+                false => Ok(Parsed::Partial),
+            };
+            match parsed {
                 Ok(Parsed::Partial) => {}
                 Ok(Parsed::Informational { len }) => {
                     this.conn.buf.advance(len);
+                    this.searched = 0;
                     continue;
                 }
                 Ok(Parsed::Final { head, len }) => {
@@ -351,5 +373,23 @@ impl Drop for H1Body {
         if let Some(conn) = self.conn.take() {
             self.pool.put(Idle::new(conn));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::has_blank_line;
+
+    #[test]
+    fn a_blank_line_is_found_across_reads() {
+        let head = b"HTTP/1.1 200 OK\r\nx: y\r\n\r\n";
+        // Every way the head can have come in two reads finds the blank line only at its end.
+        for cut in 0..head.len() {
+            let first = has_blank_line(&head[..cut], 0);
+            assert!(!first, "{cut}");
+            assert!(has_blank_line(head, cut), "{cut}");
+        }
+        assert!(has_blank_line(b"HTTP/1.0 200 OK\n\n", 0));
+        assert!(!has_blank_line(b"HTTP/1.1 200 OK\r\nx: y\r\n", 0));
     }
 }
