@@ -61,6 +61,9 @@ pub struct Reading<'a> {
     /// The raw `id` and `type` of the item of an `output_item.added`/`.done` (for the item
     /// rules, [`crate::rules::items`]).
     pub item_head: Option<ItemHead<'a>>,
+    /// The `item_id` of an event without an `output_index` (a broken upstream's), so that an
+    /// event of a hidden item is still known as one.
+    pub item_id: Option<Cow<'a, str>>,
 }
 
 /// A response's `id`: its value, and where its JSON string lies in the event's data.
@@ -183,9 +186,10 @@ pub fn read<'a>(data: &'a [u8]) -> Result<Reading<'a>, Unreadable> {
     }
     let text = std::str::from_utf8(data).map_err(|_| Unreadable)?;
     let members = match scan::scan(data) {
-        Scan::Object(members) => members,
+        // Without an `output_index`, the `item_id` is wanted (`Reading::item_id`).
+        Scan::Object(members) if members.output_index.is_some() => members,
+        Scan::Object(_) | Scan::Decline => return read_full(data),
         Scan::Invalid => return Err(Unreadable),
-        Scan::Decline => return read_full(data),
     };
     if let Some(kind) = &members.kind {
         let kind = &data[kind.clone()];
@@ -285,6 +289,10 @@ pub fn read_full<'a>(data: &'a [u8]) -> Result<Reading<'a>, Unreadable> {
         }
         _ => None,
     };
+    let item_id = match output_index {
+        None => string(envelope.item_id).ok().flatten(),
+        Some(_) => None,
+    };
     Ok(Reading {
         sequence_number,
         output_index,
@@ -294,6 +302,7 @@ pub fn read_full<'a>(data: &'a [u8]) -> Result<Reading<'a>, Unreadable> {
         item,
         response_id,
         item_head,
+        item_id,
     })
 }
 

@@ -32,6 +32,9 @@ pub struct HostedItems {
     seen: HashSet<Box<str>, Hasher>,
     /// The gateway's own hosted items folded into a call's (item id → call id), one per call.
     natives: HashMap<Box<str>, Box<str>, Hasher>,
+    /// The item ids of the hidden items (hosted calls' `function_call`s, folded native items),
+    /// for events that name their item without an `output_index`; at most [`MAX_SEEN_CALLS`].
+    hidden_ids: HashSet<Box<str>, Hasher>,
 }
 
 /// Keys are call ids, which an upstream chooses: foldhash's per-process random seed keeps them
@@ -48,6 +51,7 @@ impl HostedItems {
         self.calls.clear();
         self.seen.clear();
         self.natives.clear();
+        self.hidden_ids.clear();
     }
 
     /// Call id `call_id` has been shown in this response.
@@ -98,10 +102,24 @@ impl HostedItems {
         }
     }
 
-    /// Call `call_id`, whose `function_call` item is at upstream index `index`, is hosted.
-    pub fn open(&mut self, call_id: &str, index: u64) {
+    /// Call `call_id`, whose `function_call` item `item_id` is at upstream index `index`, is
+    /// hosted.
+    pub fn open(&mut self, call_id: &str, item_id: &str, index: u64) {
         self.hide(index);
+        self.hide_item(item_id);
         self.calls.insert(call_id.into(), None);
+    }
+
+    /// Events naming item `item_id` (without an `output_index`) are dropped from now on.
+    pub fn hide_item(&mut self, item_id: &str) {
+        if self.hidden_ids.len() < MAX_SEEN_CALLS {
+            self.hidden_ids.insert(item_id.into());
+        }
+    }
+
+    /// Whether events naming item `item_id` (without an `output_index`) are dropped.
+    pub fn hides_item(&self, item_id: &str) -> bool {
+        self.hidden_ids.contains(item_id)
     }
 
     /// Events at upstream index `index` are dropped from now on.

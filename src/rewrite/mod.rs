@@ -463,8 +463,11 @@ impl Rewriter {
             }
             None => self.begin_unnumbered(),
         }
+        // An event naming a hidden item by id alone (no `output_index`: a broken upstream).
+        let hidden_by_id = index.is_none()
+            && (reading.item_id.as_deref()).is_some_and(|id| self.hosted.hides_item(id));
         let Some(signal) = reading.signal else {
-            if index.is_some_and(|i| self.hosted.hides(i)) {
+            if hidden_by_id || index.is_some_and(|i| self.hosted.hides(i)) {
                 return self.numbering.drop_pending();
             }
             return self.forward(event, &data, upstream);
@@ -510,7 +513,7 @@ impl Rewriter {
         if let Some(call_id) = sighted {
             self.hosted.see(&call_id);
         }
-        if hidden_item || index.is_some_and(|i| self.hosted.hides(i)) {
+        if hidden_item || hidden_by_id || index.is_some_and(|i| self.hosted.hides(i)) {
             self.inject(now);
             return self.numbering.drop_pending();
         }
@@ -652,7 +655,11 @@ impl Rewriter {
                 };
                 let call_id = call.call_id.clone();
                 self.hosted.fold_native(&native.item_id, &call_id);
-                (call_id, self.give_up_index(index))
+                let hidden = self.give_up_index(index);
+                if hidden {
+                    self.hosted.hide_item(&native.item_id);
+                }
+                (call_id, hidden)
             }
         };
         if !native.done {
@@ -719,7 +726,7 @@ impl Rewriter {
             let call_id = call.call_id.clone();
             let nonce = response_nonce(self.nonce, self.responses);
             let id: Arc<str> = self.config.hosted.key.id_for(&call_id, nonce).into();
-            self.hosted.open(&call_id, upstream);
+            self.hosted.open(&call_id, &call.item_id, upstream);
             self.tracker.set_hosted(&call_id, index, &id);
             // The call's later transitions (already queued with it) show the item too.
             for later in &mut self.transitions[i..] {

@@ -647,6 +647,20 @@ fn calls_a_response_leaves_open_close_before_the_next_response() {
     }
 }
 
+/// An event of a hidden `function_call` that names it by `item_id` without an `output_index`
+/// (a broken upstream) is hidden with it (fuzz finding `crash-d7ff1442…`).
+#[test]
+fn hosted_hides_events_naming_the_call_item_without_an_index() {
+    let t0 = Instant::now();
+    let delta = ev(
+        r#"{"type":"response.function_call_arguments.done","sequence_number":2,"item_id":"fc_1","arguments":"{}"}"#,
+    );
+    let input = [ev(ADDED), delta].concat();
+    let mut r = rewriter(0).with_profiles(vec![Profile::Hosted]);
+    let out = whole_stream(&mut r, &input, t0);
+    assert!(!out.contains("fc_1"), "{out}");
+}
+
 /// The gateway's own item is folded only into a hosted item still open: not into a call the
 /// gateway adds again under a call id whose hosted item is done (fuzz finding `crash-021c42a7…`).
 #[test]
