@@ -375,14 +375,23 @@ async fn sighup_reload_applies_to_new_streams_only_and_bad_configs_are_refused()
         "{metrics}"
     );
 
-    release.notify_waiters();
-    release.notify_one();
+    // Both held replies may not have reached their wait yet: released until both have ended.
+    let releaser = tokio::spawn({
+        let release = release.clone();
+        async move {
+            loop {
+                release.notify_waiters();
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+    });
     let first = String::from_utf8_lossy(&read_all(&mut first).await).into_owned();
     assert!(
         !first.contains("mcp_call"),
         "a stream keeps the config it started with: {first}"
     );
     let second = String::from_utf8_lossy(&read_all(&mut second).await).into_owned();
+    releaser.abort();
     assert!(second.contains("response.mcp_call.completed"), "{second}");
 
     let mut third = post(
