@@ -8,7 +8,7 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::gateway::{Gateway, held_reply};
+use common::gateway::{Action, Gateway, Reply, held_reply};
 use common::*;
 use serde_json::json;
 use tokio::sync::Notify;
@@ -134,5 +134,94 @@ async fn a_flood_of_reports_is_paced_and_never_waits_for_the_client() {
     assert!(
         last_at.is_some() && last_at < end_at,
         "the last report, before the end"
+    );
+}
+
+/// Two client streams continuing the same trace (`traceparent` is the client's) and running the
+/// same tool: a report reaches the one whose arguments it names, and neither when its
+/// arguments single out none (issue 26, item 4).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shared_trace_is_told_apart_by_the_arguments_or_reaches_nobody() {
+    const TRACEPARENT: &str = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+    let release = Arc::new(Notify::new());
+    let blocks = blocks(&read(&fixtures_dir().join("web_search.sse")));
+    let at = blocks
+        .iter()
+        .position(|b| String::from_utf8_lossy(b).contains("\"type\":\"function_call_output\""))
+        .expect("an output");
+    let served = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let gw = Gateway::start({
+        let release = release.clone();
+        move |_| {
+            // The second stream searches for something else.
+            let second = served.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 1;
+            let edit = |b: &Vec<u8>| match second {
+                true => String::from_utf8_lossy(b)
+                    .replace("rust sse", "tokio")
+                    .into_bytes(),
+                false => b.clone(),
+            };
+            let mut actions: Vec<Action> =
+                blocks[..at].iter().map(edit).map(Action::Chunk).collect();
+            actions.push(Action::Wait(release.clone()));
+            actions.extend(blocks[at..].iter().map(edit).map(Action::Chunk));
+            actions.push(Action::End);
+            Reply {
+                head: Reply::sse(vec![]).head,
+                actions,
+            }
+        }
+    })
+    .await;
+    let hub = LocalHub::new(Duration::from_secs(5));
+    let proxy = proxy_with_hub(&gw.url(), hub.clone()).await;
+    let open = |proxy| async move {
+        let request = http::Request::post(format!("http://{proxy}/v1/responses"))
+            .header("x-toolpulse-profiles", "openai,progress")
+            .header("traceparent", TRACEPARENT)
+            .body(http_body_util::Full::new(bytes::Bytes::from_static(
+                REQUEST.as_bytes(),
+            )))
+            .expect("request");
+        let mut body = http_client()
+            .request(request)
+            .await
+            .expect("response")
+            .into_body();
+        let seen = read_until(&mut body, "web_search_call.searching").await;
+        (body, seen)
+    };
+    let (mut alice, mut alice_seen) = open(proxy).await;
+    let (mut bob, mut bob_seen) = open(proxy).await;
+    let trace_id = TraceId::from_traceparent(TRACEPARENT);
+    let call = |query: &str| McpToolCall {
+        server: "search".into(),
+        function_name: "web_search".into(),
+        arguments: json!({ "query": query }),
+        trace_id,
+    };
+    let neither = hub.bind(call("elsewhere"));
+    assert_eq!(hub.progress(neither, report(1.0)), Delivery::Ambiguous);
+    let bobs = hub.bind(call("tokio"));
+    assert_eq!(hub.progress(bobs, report(2.0)), Delivery::Delivered);
+    bob_seen.extend(read_until(&mut bob, "step 2/3").await);
+
+    let releaser = tokio::spawn(async move {
+        loop {
+            release.notify_waiters();
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    });
+    alice_seen.extend(read_all(&mut alice).await);
+    bob_seen.extend(read_all(&mut bob).await);
+    releaser.abort();
+    let (alice, bob) = (
+        String::from_utf8_lossy(&alice_seen),
+        String::from_utf8_lossy(&bob_seen),
+    );
+    assert!(!alice.contains("step "), "nothing of bob's: {alice}");
+    assert!(
+        bob.contains("step 2/3") && !bob.contains("step 1/3"),
+        "{bob}"
     );
 }
