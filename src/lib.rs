@@ -20,6 +20,7 @@ pub mod admin;
 pub mod config;
 pub mod demo;
 pub mod dialect;
+pub mod drain;
 pub mod hosted;
 pub mod invariants;
 pub mod lifecycle;

@@ -11,10 +11,10 @@ use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 use tokio::time::Sleep;
-use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 use tokio_util::task::TaskTracker;
 
 use super::activity::Activity;
+use crate::drain::{Signal, Watch};
 
 /// How long an idle connection asked to close gracefully may take before it is dropped.
 pub const CLOSE_GRACE: Duration = Duration::from_secs(5);
@@ -40,7 +40,7 @@ impl Closed {
 /// The connections of one listener, and the signal that drains them.
 #[derive(Clone, Default)]
 pub struct Shutdown {
-    token: CancellationToken,
+    draining: Signal,
     open: TaskTracker,
 }
 
@@ -55,7 +55,7 @@ impl Shutdown {
 
     /// Asks every connection to close gracefully; the returned future resolves once all did.
     pub fn drain(&self) -> impl Future<Output = ()> + use<> {
-        self.token.cancel();
+        self.draining.raise();
         self.open.close();
         let open = self.open.clone();
         async move { open.wait().await }
@@ -74,11 +74,10 @@ pub struct Watched<C> {
     timer: Pin<Box<Sleep>>,
     /// The timer was reset since it was last polled (its waker must be registered again).
     timer_reset: bool,
-    drain: Pin<Box<WaitForCancellationFutureOwned>>,
-    token: CancellationToken,
-    /// The waker the timer and the drain signal hold: while the task polls with the same one,
-    /// they are looked at (an atomic load each), not polled, so a busy connection pays
-    /// nothing per event for its watch.
+    drain: Watch,
+    /// The waker the timer holds: while the task polls with the same one, the timer is looked
+    /// at (an atomic load), not polled, so a busy connection pays next to nothing per event
+    /// for its watch (the drain's [`Watch`] does the same).
     registered: Option<Waker>,
     closing: bool,
     closed: Option<Closed>,
@@ -105,8 +104,7 @@ impl<C> Watched<C> {
             idle_timeout,
             timer: Box::pin(tokio::time::sleep_until(first)),
             timer_reset: false,
-            drain: Box::pin(shutdown.token.clone().cancelled_owned()),
-            token: shutdown.token.clone(),
+            drain: shutdown.draining.watch(),
             registered: None,
             closing: false,
             closed: None,
@@ -173,11 +171,7 @@ where
         if fresh {
             this.registered = Some(cx.waker().clone());
         }
-        let draining = match fresh {
-            true => this.drain.as_mut().poll(cx).is_ready(),
-            false => this.token.is_cancelled(),
-        };
-        if !this.closing && draining {
+        if !this.closing && this.drain.poll(cx) {
             this.close();
         }
         loop {

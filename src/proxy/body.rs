@@ -17,11 +17,11 @@ use std::task::{Context, Poll, ready};
 use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
 use tokio::time::{Instant, Sleep};
-use tokio_util::sync::WaitForCancellationFutureOwned;
 
 use super::log::{RequestLog, StreamEnd};
 use super::upstream::UpstreamBody;
 use super::upstream::body::BoxError;
+use crate::drain::Watch;
 use crate::hosted::shared::Pairs;
 use crate::hosted::store::Pair;
 use crate::metrics::EventType;
@@ -32,8 +32,8 @@ use crate::unconfigured::{self, Reported};
 type Polled = Poll<Option<Result<Frame<Bytes>, BoxError>>>;
 
 /// Upstream frames read between two looks at the drain signal while the upstream never pauses;
-/// otherwise it is looked at when the upstream is pending. (Its future is one for all streams:
-/// polling it takes a lock they share.)
+/// otherwise it is looked at when the upstream is pending (an atomic load while the task's
+/// waker stays the same, [`crate::drain::Watch`]).
 const DRAIN_CHECK_EVERY: u32 = 64;
 
 /// What the proxy sends back to the client.
@@ -67,7 +67,7 @@ impl ProxyBody {
     pub fn rewritten(
         upstream: UpstreamBody,
         rewriter: Rewriter,
-        drain: WaitForCancellationFutureOwned,
+        drain: Watch,
         sinks: Sinks,
         mut log: RequestLog,
     ) -> Self {
@@ -153,7 +153,7 @@ pub struct RewriteBody {
     heartbeat: Pin<Box<Sleep>>,
     heartbeat_at: Option<Instant>,
     /// Completes when the proxy's drain timeout runs out.
-    drain: Pin<Box<WaitForCancellationFutureOwned>>,
+    drain: Watch,
     /// Upstream frames read since the drain signal was last looked at.
     frames_unchecked: u32,
     trailers: Option<http::HeaderMap>,
@@ -175,7 +175,7 @@ impl RewriteBody {
     fn new(
         upstream: UpstreamBody,
         rewriter: Rewriter,
-        drain: WaitForCancellationFutureOwned,
+        drain: Watch,
         unconfigured: Arc<Reported>,
         log: RequestLog,
     ) -> Self {
@@ -184,7 +184,7 @@ impl RewriteBody {
             rewriter,
             heartbeat: Box::pin(tokio::time::sleep_until(Instant::now())),
             heartbeat_at: None,
-            drain: Box::pin(drain),
+            drain,
             frames_unchecked: 0,
             trailers: None,
             queued: VecDeque::new(),
@@ -351,7 +351,7 @@ impl Body for RewriteBody {
             }
             if this.frames_unchecked >= DRAIN_CHECK_EVERY {
                 this.frames_unchecked = 0;
-                if this.drain.as_mut().poll(cx).is_ready() {
+                if this.drain.poll(cx) {
                     return this.end(StreamEnd::Drained);
                 }
             }
@@ -362,7 +362,7 @@ impl Body for RewriteBody {
             let frame = match Pin::new(&mut this.upstream).poll_frame(cx) {
                 Poll::Pending => {
                     this.frames_unchecked = 0;
-                    if this.drain.as_mut().poll(cx).is_ready() {
+                    if this.drain.poll(cx) {
                         return this.end(StreamEnd::Drained);
                     }
                     return this.poll_heartbeat(cx);

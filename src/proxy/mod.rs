@@ -24,7 +24,6 @@ use std::time::{Instant, SystemTime};
 
 use http::{Request, Response, Uri};
 use hyper::body::Incoming;
-use tokio_util::sync::CancellationToken;
 
 use crate::config::Config;
 use crate::hosted::shared::Pairs;
@@ -56,7 +55,7 @@ pub struct Proxy {
     /// The tools without a `[[tools]]` rule already logged.
     unconfigured: Arc<unconfigured::Reported>,
     /// Cancelled when streams still running must end (the drain timeout ran out).
-    end_streams: CancellationToken,
+    end_streams: crate::drain::Signal,
     /// The registry of open calls for out-of-band progress, when a progress source is on.
     progress: Option<Arc<LocalHub>>,
     /// OpenTelemetry spans, when `[telemetry]` names a collector.
@@ -89,7 +88,7 @@ impl Proxy {
             client,
             metrics: Arc::new(Metrics::new()),
             unconfigured: Arc::default(),
-            end_streams: CancellationToken::new(),
+            end_streams: crate::drain::Signal::default(),
             progress: None,
             telemetry: None,
             budget: budget::BodyBudget::new(config_budget),
@@ -193,7 +192,7 @@ impl Proxy {
 
     /// Ends every stream still running: open calls get their terminal events, bodies end.
     pub fn end_streams(&self) {
-        self.end_streams.cancel();
+        self.end_streams.raise();
     }
 
     /// Forwards one request and returns the (possibly rewritten) response.
@@ -363,7 +362,7 @@ impl Proxy {
         }
         log.response = "rewritten";
         self.metrics.streams_active.inc();
-        let drain = self.end_streams.clone().cancelled_owned();
+        let drain = self.end_streams.watch();
         let sinks = body::Sinks {
             unconfigured: self.unconfigured.clone(),
             progress: progress.map(|(hub, trace_id)| hub.stream(Some(trace_id))),
