@@ -337,6 +337,26 @@ mod tests {
         parts.concat()
     }
 
+    /// After a numbered event over the size limit (forwarded unread) no number is known, so
+    /// events injected before the next numbered one read may go unnumbered (fuzz finding
+    /// `unnumbered-injection-after-an-oversize-event`); had it been read, they may not.
+    #[test]
+    fn injections_after_an_unread_event_may_go_unnumbered() {
+        let unnumbered = |e: &[u8]| {
+            String::from_utf8_lossy(e)
+                .replace("\"sequence_number\":1,", "")
+                .replace("\"sequence_number\":2,", "")
+                .replace("\"sequence_number\":3,", "")
+                .into_bytes()
+        };
+        let (added, start, end) = (unnumbered(ADDED), unnumbered(START), unnumbered(END));
+        let input = cat(&[A, &added]);
+        let output = cat(&[A, &added, &start, &end]);
+        check(&input, &output, A.len() - 1).expect("A went unread: no number known");
+        let err = check(&input, &output, 1 << 20).expect_err("A was read");
+        assert!(err.contains("without a number"), "{err}");
+    }
+
     #[test]
     fn accepts_a_correct_rewrite() {
         let input = cat(&[A, ADDED, B]);
