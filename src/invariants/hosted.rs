@@ -284,7 +284,14 @@ fn hidden_inputs(
                 response += 1;
             }
             let shown = responses.get(response).unwrap_or(&none);
-            let call_id = item_field(json, "call_id").filter(|c| shown.hosted.contains_key(*c));
+            // Only `output_item.added`/`.done` introduce an item (as the rewriter reads them):
+            // another event carrying one (a broken type) is not the call's item.
+            let item_event = matches!(
+                text(json, "type"),
+                Some("response.output_item.added" | "response.output_item.done")
+            );
+            let call_id =
+                item_field(json, "call_id").filter(|c| item_event && shown.hosted.contains_key(*c));
             let folded = item_field(json, "id").is_some_and(|id| shown.natives.contains_key(id));
             let hides = folded
                 || match (item_field(json, "type"), call_id) {
