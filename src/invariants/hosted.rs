@@ -66,24 +66,36 @@ struct Shown {
     natives: HashMap<String, String>,
 }
 
+/// Whether an input event introduces an item as the rewriter reads it: an `output_item.added`
+/// or `.done` whose `event:` line (when it has one) does not call it something else.
+fn introduces_item(event: &Event, json: Option<&Map<String, Value>>) -> bool {
+    let kind = json.and_then(|j| text(j, "type"));
+    matches!(
+        kind,
+        Some("response.output_item.added" | "response.output_item.done")
+    ) && event
+        .event_type()
+        .is_none_or(|line| Some(line) == kind.map(str::as_bytes))
+}
+
 /// The types of the native hosted items (OpenAI's, the gateway's own or toolpulse's).
 const NATIVE_TYPES: &[&str] = &["mcp_call", "web_search_call", "file_search_call"];
 
 /// The gateway's own hosted items the output never shows are folded into toolpulse's: each
 /// into the first hosted item of its response, of its type and name, not yet taken.
-fn fold_natives(inputs: &[Option<Map<String, Value>>], responses: &mut [Shown]) {
+fn fold_natives(
+    inputs: &[Option<Map<String, Value>>],
+    introduces: &[bool],
+    responses: &mut [Shown],
+) {
     let (mut response, mut created) = (0, Responses::default());
     let mut taken: HashSet<String> = HashSet::new();
-    for json in inputs.iter().flatten() {
-        let kind = text(json, "type");
+    let items = inputs.iter().zip(introduces);
+    for (json, &item_event) in items.filter_map(|(j, i)| j.as_ref().map(|j| (j, i))) {
         if created.starts_another(json) {
             response += 1;
             taken.clear();
         }
-        let item_event = matches!(
-            kind,
-            Some("response.output_item.added" | "response.output_item.done")
-        );
         let Some(shown) = responses.get_mut(response) else {
             return;
         };
@@ -175,8 +187,11 @@ pub fn check(input: &[u8], output: &[u8], max_event_bytes: usize) -> Result<Repo
         .iter()
         .map(|e| e.raw().len() > max_event_bytes)
         .collect();
-    fold_natives(&in_json, &mut responses);
-    let hidden = hidden_inputs(&in_json, &in_unread, &responses);
+    let introduces: Vec<bool> = (inputs.iter().zip(&in_json))
+        .map(|(event, json)| introduces_item(event, json.as_ref()))
+        .collect();
+    fold_natives(&in_json, &introduces, &mut responses);
+    let hidden = hidden_inputs(&in_json, &introduces, &in_unread, &responses);
     let expected: Vec<usize> = (0..inputs.len()).filter(|i| !hidden[*i]).collect();
 
     let mut report = Report::default();
@@ -264,6 +279,7 @@ pub fn check(input: &[u8], output: &[u8], max_event_bytes: usize) -> Result<Repo
 /// `function_call_output` unless the output shows it, and every event at their indices.
 fn hidden_inputs(
     inputs: &[Option<Map<String, Value>>],
+    introduces: &[bool],
     unread: &[bool],
     responses: &[Shown],
 ) -> Vec<bool> {
@@ -274,7 +290,8 @@ fn hidden_inputs(
     inputs
         .iter()
         .zip(unread)
-        .map(|(json, &unread)| {
+        .zip(introduces)
+        .map(|((json, &unread), &item_event)| {
             let Some(json) = json.as_ref().filter(|_| !unread) else {
                 return false;
             };
@@ -285,11 +302,7 @@ fn hidden_inputs(
             }
             let shown = responses.get(response).unwrap_or(&none);
             // Only `output_item.added`/`.done` introduce an item (as the rewriter reads them):
-            // another event carrying one (a broken type) is not the call's item.
-            let item_event = matches!(
-                text(json, "type"),
-                Some("response.output_item.added" | "response.output_item.done")
-            );
+            // another event carrying one (a broken type or `event:` line) is not the call's item.
             let call_id =
                 item_field(json, "call_id").filter(|c| item_event && shown.hosted.contains_key(*c));
             let folded = item_field(json, "id").is_some_and(|id| shown.natives.contains_key(id));
