@@ -37,14 +37,10 @@ pub struct Calls {
 impl Calls {
     /// An upstream event as the client got it (`checked`: its numbers could be read, i.e. it
     /// was within the size limit).
-    /// `line` is the event's `event:` line: an item is introduced by an `output_item.added` or
-    /// `.done` event that the line (when there is one) does not call something else, as the
-    /// rewriter takes the line's word for which events it must read.
     pub fn see_upstream(
         &mut self,
         input: Option<&Map<String, Value>>,
         output: &Map<String, Value>,
-        line: Option<&[u8]>,
         checked: bool,
     ) -> Result<(), String> {
         let kind = output.get("type").and_then(Value::as_str);
@@ -65,8 +61,7 @@ impl Calls {
         }
         let introduces = matches!(
             kind,
-            Some(k @ ("response.output_item.added" | "response.output_item.done"))
-                if line.is_none_or(|l| l == k.as_bytes())
+            Some("response.output_item.added" | "response.output_item.done")
         );
         if let (Some(upstream), Some(client)) = (input.and_then(index_of), index_of(output))
             && (introduces || self.indices.knows(upstream))

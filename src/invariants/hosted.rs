@@ -66,16 +66,13 @@ struct Shown {
     natives: HashMap<String, String>,
 }
 
-/// Whether an input event introduces an item as the rewriter reads it: an `output_item.added`
-/// or `.done` whose `event:` line (when it has one) does not call it something else.
-fn introduces_item(event: &Event, json: Option<&Map<String, Value>>) -> bool {
-    let kind = json.and_then(|j| text(j, "type"));
+/// Whether an input event introduces an item: an `output_item.added` or `.done`, by its data's
+/// `type` (as clients and the rewriter read it, whatever its `event:` line says).
+fn introduces_item(json: Option<&Map<String, Value>>) -> bool {
     matches!(
-        kind,
+        json.and_then(|j| text(j, "type")),
         Some("response.output_item.added" | "response.output_item.done")
-    ) && event
-        .event_type()
-        .is_none_or(|line| Some(line) == kind.map(str::as_bytes))
+    )
 }
 
 /// The types of the native hosted items (OpenAI's, the gateway's own or toolpulse's).
@@ -187,8 +184,9 @@ pub fn check(input: &[u8], output: &[u8], max_event_bytes: usize) -> Result<Repo
         .iter()
         .map(|e| e.raw().len() > max_event_bytes)
         .collect();
-    let introduces: Vec<bool> = (inputs.iter().zip(&in_json))
-        .map(|(event, json)| introduces_item(event, json.as_ref()))
+    let introduces: Vec<bool> = in_json
+        .iter()
+        .map(|j| introduces_item(j.as_ref()))
         .collect();
     fold_natives(&in_json, &introduces, &mut responses);
     let hidden = hidden_inputs(&in_json, &introduces, &in_unread, &responses);
@@ -302,7 +300,7 @@ fn hidden_inputs(
             }
             let shown = responses.get(response).unwrap_or(&none);
             // Only `output_item.added`/`.done` introduce an item (as the rewriter reads them):
-            // another event carrying one (a broken type or `event:` line) is not the call's item.
+            // another event carrying one (a broken type) is not the call's item.
             let call_id =
                 item_field(json, "call_id").filter(|c| item_event && shown.hosted.contains_key(*c));
             let folded = item_field(json, "id").is_some_and(|id| shown.natives.contains_key(id));

@@ -117,7 +117,7 @@ pub fn check(input: &[u8], output: &[u8], max_event_bytes: usize) -> Result<Repo
             let read = inp.raw().len() <= max_event_bytes;
             if let Some(json) = json_of(out) {
                 calls
-                    .see_upstream(json_of(inp).as_ref(), &json, inp.event_type(), read)
+                    .see_upstream(json_of(inp).as_ref(), &json, read)
                     .map_err(|e| format!("output event {k}: {e}"))?;
             }
             if !read {

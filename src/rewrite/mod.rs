@@ -414,9 +414,9 @@ impl Rewriter {
             || self.indices.is_shifting()
             || self.hosted.is_active()
             || !self.tracker.open_calls().is_empty()
-            || event
+            || !event
                 .event_type()
-                .is_none_or(|t| responses::may_signal(t) || responses::lists_output(t));
+                .is_some_and(|line| responses::may_skip(line, &data));
         if !must_read && self.resume_after.is_none() {
             // Not read, so its `output_index` is not seen: every item is introduced by an
             // `output_item.added`/`.done`, which is always read, so the highest index seen is
@@ -448,7 +448,7 @@ impl Rewriter {
                 self.items.reset();
             }
         }
-        let changed_id = self.follow_rules(event, &reading);
+        let changed_id = self.follow_rules(&reading);
         let upstream = Upstream {
             sequence_number: reading.sequence_number,
             output_index: reading.output_index,
@@ -527,30 +527,21 @@ impl Rewriter {
     }
 
     /// Counts the item rules an upstream event breaks and follows the response's id; returns
-    /// where the event's `response.id` must be mended ([`Rule::ResponseId`]). Only where the
-    /// `event:` line, if any, says the same kind of event: an event whose line says otherwise
-    /// is not always read.
-    fn follow_rules(
-        &mut self,
-        event: &Event,
-        reading: &responses::Reading<'_>,
-    ) -> Option<Range<usize>> {
+    /// where the event's `response.id` must be mended ([`Rule::ResponseId`]).
+    fn follow_rules(&mut self, reading: &responses::Reading<'_>) -> Option<Range<usize>> {
         let violations = &mut self.stats.violations;
         match (&reading.output_index, reading.item_head) {
             (Some(index), Some(item)) => self.items.item(index.value, item, violations),
             (Some(index), None) => self.items.named(index.value, violations),
             (None, _) => {}
         }
-        let line = event.event_type();
         let id = reading.response_id.as_ref();
         if reading.starts_response {
-            if line.is_none_or(|t| t == b"response.created") {
-                self.response_id = id.map(|id| id.value.to_string());
-            }
+            self.response_id = id.map(|id| id.value.to_string());
             return None;
         }
         let (id, shown) = (id?, self.response_id.as_ref()?);
-        if !line.is_none_or(responses::lists_output) || *shown == id.value {
+        if *shown == id.value {
             return None;
         }
         // The gateway's id is observed, so the next turn's `previous_response_id` can be

@@ -681,7 +681,8 @@ fn hosted_folds_no_native_item_into_a_call_id_added_again() {
 
 /// A gateway whose terminal event names another response id than `response.created` (LiteLLM):
 /// the created id is put back, whatever the profile, and the gateway's id observed for the next
-/// turn. A line that says another kind of event leaves the event as it is.
+/// turn. The data's `type` says what the event is, whatever its `event:` line says (as clients
+/// read it).
 #[test]
 fn a_changed_response_id_is_mended_and_observed() {
     let created =
@@ -711,8 +712,52 @@ fn a_changed_response_id_is_mended_and_observed() {
     let odd = format!("event: response.output_text.delta\ndata: {completed}\n\n");
     let input = [ev(created).as_slice(), odd.as_bytes()].concat();
     let out = whole_stream(&mut r, &input, Instant::now());
-    assert_eq!(out.as_bytes(), input, "a line that disagrees");
-    assert_eq!(r.stats().violations.get(Rule::ResponseId), 0);
+    assert!(out.ends_with(&odd.replace("resp_B", "resp_A")), "{out}");
+    assert_eq!(r.stats().violations.get(Rule::ResponseId), 1);
+}
+
+/// An `event:` line that lies about its data's `type` (fuzz finding `crash-9dd4dac5…`): the
+/// event is read for what its data says, as clients read it. A hosted call added under a line
+/// that calls it something else is hidden at once, its item open from the call's start.
+#[test]
+fn an_event_is_what_its_data_says_whatever_its_line_says() {
+    let t0 = Instant::now();
+    for line in [
+        "response.output_item.adde\u{ff}d",
+        "response.output_text.delta",
+    ] {
+        let added = format!("event: {line}\ndata: {ADDED}\n\n");
+        let mut r = rewriter(0).with_profiles(vec![Profile::Hosted]);
+        let out = r.feed(added.as_bytes(), t0);
+        let out = text(&out);
+        assert!(
+            out.contains("response.web_search_call.in_progress"),
+            "{out}"
+        );
+        assert!(!out.contains("\"function_call\""), "{out}");
+        let input = [added.into_bytes(), ev(DONE), ev(OUTPUT)].concat();
+        let mut r = rewriter(0).with_profiles(vec![Profile::Hosted]);
+        let out = whole_stream(&mut r, &input, t0);
+        assert_eq!(
+            out.matches("\"output_index\":0").count(),
+            out.matches("\"output_index\"").count(),
+            "{out}"
+        );
+    }
+    // A later `type` member overrides the first (as every JSON reader takes it).
+    let twice = ADDED.replacen(
+        r#"{"type":"response.output_item.added","#,
+        r#"{"type":"response.output_text.delta","type":"response.output_item.added","#,
+        1,
+    );
+    let event = format!("event: response.output_text.delta\ndata: {twice}\n\n");
+    let mut r = rewriter(0).with_profiles(vec![Profile::Hosted]);
+    let out = r.feed(event.as_bytes(), t0);
+    assert!(
+        text(&out).contains("response.web_search_call.in_progress"),
+        "{}",
+        text(&out)
+    );
 }
 
 /// LiteLLM 1.108.7's MCP stream breaks two rules the rewriter counts as it reads: the
