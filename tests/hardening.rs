@@ -172,6 +172,36 @@ async fn an_http2_connection_idle_after_its_preface_gets_goaway_and_is_closed() 
     }
 }
 
+/// The version is told from the first bytes however they arrive: an HTTP/2 preface in pieces
+/// (left to hyper-util's own sniffing) gets the server's SETTINGS, an HTTP/1 head in pieces its
+/// answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_preface_or_a_head_sent_in_pieces_is_served() {
+    let gw = Gateway::start(|_| json_gateway()).await;
+    let l = start(config(&gw, "")).await;
+    let mut stream = TcpStream::connect(l.proxy).await.expect("connect");
+    for piece in [&H2_PREFACE[..1], &H2_PREFACE[1..10], &H2_PREFACE[10..]] {
+        stream.write_all(piece).await.expect("preface");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    stream.write_all(H2_SETTINGS).await.expect("settings");
+    let mut head = [0u8; 9];
+    tokio::time::timeout(PATIENCE, stream.read_exact(&mut head))
+        .await
+        .expect("in time")
+        .expect("the server's SETTINGS");
+    assert_eq!(head[3], 4, "SETTINGS first");
+
+    let mut stream = TcpStream::connect(l.proxy).await.expect("connect");
+    let request = b"GET /healthz HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n";
+    for piece in [&request[..1], &request[1..]] {
+        stream.write_all(piece).await.expect("write");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let (answer, _) = until_closed(&mut stream).await;
+    assert!(answer.starts_with(b"HTTP/1.1 "), "{answer:?}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn http2_streams_per_connection_are_bounded() {
     let gw = Gateway::start(|_| json_gateway()).await;

@@ -12,10 +12,12 @@
 //!   toolpulse reads whole).
 
 pub mod activity;
+mod sniff;
 pub mod watched;
 
 use std::convert::Infallible;
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Instant;
 
 use bytes::Bytes;
@@ -23,12 +25,13 @@ use http::{Request, Response};
 use http_body::Body;
 use hyper::body::Incoming;
 use hyper::service::service_fn;
-use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::rt::{TokioExecutor, TokioTimer};
 use hyper_util::server::conn::auto;
 use tokio::net::TcpStream;
 
 use crate::config::ClientLimits;
 use activity::{Activity, Tracked};
+pub use sniff::Builders;
 pub use watched::{Closed, Shutdown};
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -44,12 +47,9 @@ pub fn host_problem(version: http::Version, headers: &http::HeaderMap) -> Option
     }
 }
 
-/// hyper's builder for client connections under `limits`; `max_header_bytes` bounds request
+/// hyper's builders for client connections under `limits`; `max_header_bytes` bounds request
 /// heads where the listener says so.
-pub fn builder(
-    limits: &ClientLimits,
-    max_header_bytes: Option<usize>,
-) -> auto::Builder<TokioExecutor> {
+pub fn builder(limits: &ClientLimits, max_header_bytes: Option<usize>) -> Arc<Builders> {
     let mut builder = auto::Builder::new(TokioExecutor::new());
     let http1 = &mut builder.http1();
     http1
@@ -67,20 +67,20 @@ pub fn builder(
     if let Some(max) = max_header_bytes {
         http2.max_header_list_size(u32::try_from(max).unwrap_or(u32::MAX));
     }
-    builder
+    Arc::new(Builders::new(builder))
 }
 
 /// Serves one connection with `handle` until it ends, the client goes, toolpulse closes it
 /// for idleness (the reason is returned) or `shutdown` drains it.
 pub async fn serve<H, F, B>(
-    builder: &auto::Builder<TokioExecutor>,
+    builders: &Builders,
     stream: TcpStream,
     shutdown: &Shutdown,
     limits: &ClientLimits,
     handle: H,
 ) -> (Option<Closed>, Result<(), BoxError>)
 where
-    H: Fn(Request<Incoming>) -> F + Send + Sync + 'static,
+    H: Fn(Request<Incoming>) -> F + Send + Sync + Unpin + 'static,
     F: Future<Output = Response<B>> + Send + 'static,
     B: Body<Data = Bytes> + Send + Unpin + 'static,
     B::Error: Into<BoxError>,
@@ -89,13 +89,15 @@ where
     let requests = activity.clone();
     let service = service_fn(move |request| {
         let in_flight = requests.begin();
-        let response = handle(request);
+        // Boxed: hyper keeps a box the size of this future for as long as the connection is
+        // open, while the handler's future (~5 KiB) is needed only until the response head.
+        let response = Box::pin(handle(request));
         async move {
             let response = response.await;
             Ok::<_, Infallible>(response.map(|body| Tracked::new(body, in_flight)))
         }
     });
-    let conn = builder.serve_connection(TokioIo::new(stream), service);
+    let conn = sniff::Connection::new(builders, stream, service);
     let mut watched = watched::Watched::new(
         conn,
         |conn| conn.graceful_shutdown(),
