@@ -288,6 +288,9 @@ impl Tracker {
             call: call.clone(),
             phase: Phase::Started,
         });
+        // One more place, not twice as many: most streams have one or two calls open at once,
+        // and an open stream keeps what this holds.
+        self.open.reserve_exact(1);
         self.open.push(call);
         Some(self.open.len() - 1)
     }

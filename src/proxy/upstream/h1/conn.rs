@@ -25,8 +25,10 @@ use super::request::{self, Framing, Upload, UploadError};
 use crate::proxy::request_body::RequestBody;
 use crate::proxy::upstream::pool::{Idle, Pool};
 
-/// The read buffer's first size, and the least it shrinks back to.
-pub const READ_BUF_MIN: usize = 4 * 1024;
+/// The read buffer's first size, and the least it shrinks back to: a paced stream's events are
+/// a few hundred bytes, and every open stream holds one buffer (a flood doubles it per full
+/// read, up to [`READ_BUF_MAX`]).
+pub const READ_BUF_MIN: usize = 2 * 1024;
 /// The most one read takes (a flooding stream holds at most this much per read).
 pub const READ_BUF_MAX: usize = crate::proxy::client::READ_BUF_MAX;
 /// A request body in memory up to this size goes out in the head's write.
