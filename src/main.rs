@@ -14,10 +14,6 @@ use clap::parser::ValueSource;
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use toolpulse::{Config, Rewriter};
 
-#[cfg(feature = "mimalloc")]
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 /// Read size for `rewrite`: one upstream-sized chunk at a time, so output streams as it comes.
 const READ_CHUNK_BYTES: usize = 64 * 1024;
 /// `toolpulse health` gives up after this long.

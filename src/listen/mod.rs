@@ -24,9 +24,9 @@ use bytes::Bytes;
 use http::{Request, Response};
 use http_body::Body;
 use hyper::body::Incoming;
+use hyper::server::conn::{http1, http2};
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
-use hyper_util::server::conn::auto;
 use tokio::net::TcpStream;
 
 use crate::config::ClientLimits;
@@ -50,15 +50,14 @@ pub fn host_problem(version: http::Version, headers: &http::HeaderMap) -> Option
 /// hyper's builders for client connections under `limits`; `max_header_bytes` bounds request
 /// heads where the listener says so.
 pub fn builder(limits: &ClientLimits, max_header_bytes: Option<usize>) -> Arc<Builders> {
-    let mut builder = auto::Builder::new(TokioExecutor::new());
-    let http1 = &mut builder.http1();
+    let mut http1 = http1::Builder::new();
     http1
         .timer(TokioTimer::new())
         .header_read_timeout(limits.head_timeout);
     if let Some(max) = max_header_bytes {
         http1.max_buf_size(max);
     }
-    let http2 = &mut builder.http2();
+    let mut http2 = http2::Builder::new(TokioExecutor::new());
     http2
         .timer(TokioTimer::new())
         .keep_alive_interval(Some(limits.ping_interval))
@@ -67,7 +66,7 @@ pub fn builder(limits: &ClientLimits, max_header_bytes: Option<usize>) -> Arc<Bu
     if let Some(max) = max_header_bytes {
         http2.max_header_list_size(u32::try_from(max).unwrap_or(u32::MAX));
     }
-    Arc::new(Builders::new(builder))
+    Arc::new(Builders { http1, http2 })
 }
 
 /// Serves one connection with `handle` until it ends, the client goes, toolpulse closes it

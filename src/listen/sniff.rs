@@ -3,55 +3,39 @@
 //! hyper-util's automatic builder tells them apart by reading the first 24 bytes, then hands
 //! hyper's HTTP/1 connection those bytes as a first, separate read. hyper reads into an 8 KiB
 //! buffer; a second read into a buffer that already holds 24 bytes makes it grow to 16 KiB,
-//! which the connection then keeps while its response streams (seen with heaptrack: one
-//! 16,384-byte buffer per open stream, the largest allocation toolpulse had). Peeking leaves the
-//! bytes in the socket, so hyper's first read takes the whole request head into 8 KiB.
-//!
-//! Only a client whose first bytes so far are a part of the HTTP/2 preface but not all of it
-//! (one that sends the preface in pieces) is left to hyper-util's own sniffing: peeking again
-//! would not wait for the rest.
+//! which the connection then keeps while its response streams. And its connection is one
+//! type for both versions, as large as an HTTP/2 connection (7.5 KiB) whichever it serves.
+//! Seen with heaptrack, 1,000 streams open: both were among the largest allocations per stream.
+//! Peeking leaves the bytes in the socket, so hyper's first read takes the whole request head
+//! into 8 KiB, and each version's connection is boxed at its own size.
 
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
+use std::time::Duration;
 
 use http::{Request, Response};
 use hyper::body::Incoming;
+use hyper::server::conn::{http1, http2};
 use hyper::service::{HttpService, Service};
 use hyper_util::rt::{TokioExecutor, TokioIo};
-use hyper_util::server::conn::auto;
 use tokio::io::ReadBuf;
 use tokio::net::TcpStream;
+use tokio::time::Sleep;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// What an HTTP/2 client sends first (RFC 9113 §3.4).
 const H2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 
-/// The builders a listener serves its connections with: one per version, and hyper-util's
-/// automatic one for what peeking cannot tell.
+/// How long to wait before peeking again at a client that has sent a part of the HTTP/2
+/// preface and not the rest (peeking cannot wait for more bytes; such clients are rare).
+const PEEK_AGAIN: Duration = Duration::from_millis(5);
+
+/// The builders a listener serves its connections with, one per version.
 pub struct Builders {
-    auto: auto::Builder<TokioExecutor>,
-    http1: auto::Builder<TokioExecutor>,
-    http2: auto::Builder<TokioExecutor>,
-}
-
-impl Builders {
-    pub fn new(auto: auto::Builder<TokioExecutor>) -> Self {
-        Builders {
-            http1: auto.clone().http1_only(),
-            http2: auto.clone().http2_only(),
-            auto,
-        }
-    }
-
-    fn for_version(&self, version: Option<Version>) -> &auto::Builder<TokioExecutor> {
-        match version {
-            Some(Version::Http1) => &self.http1,
-            Some(Version::Http2) => &self.http2,
-            None => &self.auto,
-        }
-    }
+    pub http1: http1::Builder,
+    pub http2: http2::Builder<TokioExecutor>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,12 +44,10 @@ enum Version {
     Http2,
 }
 
-/// The version the first bytes `peeked` tell, `None` when they cannot tell yet (none, or a
-/// part of the preface).
+/// The version the first bytes `peeked` tell: `None` when they cannot tell yet (a part of the
+/// preface); no bytes (the client closed) is HTTP/1, whose connection then just ends.
 fn version_of(peeked: &[u8]) -> Option<Version> {
-    if peeked.is_empty() {
-        None
-    } else if !H2_PREFACE.starts_with(peeked) {
+    if !H2_PREFACE.starts_with(peeked) || peeked.is_empty() {
         Some(Version::Http1)
     } else if peeked.len() == H2_PREFACE.len() {
         Some(Version::Http2)
@@ -74,7 +56,7 @@ fn version_of(peeked: &[u8]) -> Option<Version> {
     }
 }
 
-type Served<'a, S> = auto::Connection<'a, TokioIo<TcpStream>, S, TokioExecutor>;
+type Io = TokioIo<TcpStream>;
 
 /// A connection: waiting for its first bytes, then served.
 pub enum Connection<'a, S>
@@ -85,9 +67,11 @@ where
         stream: Option<TcpStream>,
         service: Option<S>,
         builders: &'a Builders,
+        again: Option<Pin<Box<Sleep>>>,
         closed: bool,
     },
-    Serving(Pin<Box<Served<'a, S>>>),
+    Http1(Pin<Box<http1::Connection<Io, S>>>),
+    Http2(Pin<Box<http2::Connection<Io, S, TokioExecutor>>>),
 }
 
 impl<'a, S, B> Connection<'a, S>
@@ -104,15 +88,18 @@ where
             stream: Some(stream),
             service: Some(service),
             builders,
+            again: None,
             closed: false,
         }
     }
 
-    /// Closes it gracefully: at once before it is served (nothing was asked of it yet).
+    /// Closes it gracefully (HTTP/1 after its response, HTTP/2 with GOAWAY); at once before it
+    /// is served (nothing was asked of it yet).
     pub fn graceful_shutdown(self: Pin<&mut Self>) {
         match self.get_mut() {
             Connection::Sniffing { closed, .. } => *closed = true,
-            Connection::Serving(conn) => conn.as_mut().graceful_shutdown(),
+            Connection::Http1(conn) => conn.as_mut().graceful_shutdown(),
+            Connection::Http2(conn) => conn.as_mut().graceful_shutdown(),
         }
     }
 }
@@ -129,32 +116,50 @@ where
     type Output = Result<(), BoxError>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        // The served connection is boxed, the rest Unpin: so is the connection.
+        // The served connections are boxed, the rest Unpin: so is the connection.
         let this = self.get_mut();
         loop {
-            match this {
-                Connection::Serving(conn) => return conn.as_mut().poll(cx),
+            let (stream, service, builders, again) = match this {
+                Connection::Http1(conn) => return conn.as_mut().poll(cx).map_err(Into::into),
+                Connection::Http2(conn) => return conn.as_mut().poll(cx).map_err(Into::into),
+                Connection::Sniffing { closed: true, .. } => return Poll::Ready(Ok(())),
                 Connection::Sniffing {
                     stream,
                     service,
                     builders,
-                    closed,
-                } => {
-                    if *closed {
-                        return Poll::Ready(Ok(()));
-                    }
-                    let socket = stream.as_ref().expect("present until served");
-                    let mut first = [0; H2_PREFACE.len()];
-                    let mut peeked = ReadBuf::new(&mut first);
-                    // An error (a reset) is for hyper to meet on its first read.
-                    let _ = ready!(socket.poll_peek(cx, &mut peeked));
-                    let builder = builders.for_version(version_of(peeked.filled()));
-                    let (stream, service) = (stream.take(), service.take());
-                    let (stream, service) = stream.zip(service).expect("present until served");
-                    let conn = builder.serve_connection(TokioIo::new(stream), service);
-                    *this = Connection::Serving(Box::pin(conn));
-                }
+                    again,
+                    ..
+                } => (stream, service, *builders, again),
+            };
+            if let Some(sleep) = again {
+                ready!(sleep.as_mut().poll(cx));
             }
+            let socket = stream.as_ref().expect("present until served");
+            let mut first = [0; H2_PREFACE.len()];
+            let mut peeked = ReadBuf::new(&mut first);
+            // An error (a reset) is for hyper to meet on its first read.
+            let version = match ready!(socket.poll_peek(cx, &mut peeked)) {
+                Ok(_) => version_of(peeked.filled()),
+                Err(_) => Some(Version::Http1),
+            };
+            let Some(version) = version else {
+                let deadline = tokio::time::Instant::now() + PEEK_AGAIN;
+                match again {
+                    Some(sleep) => sleep.as_mut().reset(deadline),
+                    None => *again = Some(Box::pin(tokio::time::sleep_until(deadline))),
+                }
+                continue;
+            };
+            let io = TokioIo::new(stream.take().expect("present until served"));
+            let service = service.take().expect("present until served");
+            *this = match version {
+                Version::Http1 => {
+                    Connection::Http1(Box::pin(builders.http1.serve_connection(io, service)))
+                }
+                Version::Http2 => {
+                    Connection::Http2(Box::pin(builders.http2.serve_connection(io, service)))
+                }
+            };
         }
     }
 }
@@ -165,18 +170,16 @@ mod tests {
 
     #[test]
     fn the_first_bytes_tell_the_version_once_they_can() {
-        assert_eq!(
-            version_of(b"POST /v1/responses HTTP/1.1\r\n"),
-            Some(Version::Http1)
-        );
-        assert_eq!(version_of(b"G"), Some(Version::Http1));
-        assert_eq!(version_of(b"PRX"), Some(Version::Http1));
+        let h1 = Some(Version::Http1);
+        assert_eq!(version_of(b"POST /v1/responses HTTP/1.1\r\n"), h1);
+        assert_eq!(version_of(b"G"), h1);
+        assert_eq!(version_of(b"PRX"), h1);
+        assert_eq!(version_of(b""), h1, "closed before a byte");
         assert_eq!(version_of(H2_PREFACE), Some(Version::Http2));
         assert_eq!(
             version_of(b"PRI * HTTP/2.0\r\n"),
             None,
             "a part of the preface"
         );
-        assert_eq!(version_of(b""), None);
     }
 }
