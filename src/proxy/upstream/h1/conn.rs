@@ -4,8 +4,9 @@
 //! on as slices of it — no task, no channel, no second buffer. Shaped after pingora's HTTP/1
 //! client (`protocols/http/v1/client.rs`) and hyper's `proto/h1`.
 //!
-//! The read buffer starts at [`READ_BUF_MIN`], doubles while reads fill it, up to
-//! [`READ_BUF_MAX`], and halves again after reads that use less than half of it.
+//! The read buffer starts at [`READ_BUF_FIRST`], doubles while reads fill it, up to
+//! [`READ_BUF_MAX`], and halves again after reads that use less than half of it, down to
+//! [`READ_BUF_MIN`].
 
 use std::collections::VecDeque;
 use std::io;
@@ -25,10 +26,14 @@ use super::request::{self, Framing, Upload, UploadError};
 use crate::proxy::request_body::RequestBody;
 use crate::proxy::upstream::pool::{Idle, Pool};
 
-/// The read buffer's first size, and the least it shrinks back to: a paced stream's events are
-/// a few hundred bytes, and every open stream holds one buffer (a flood doubles it per full
-/// read, up to [`READ_BUF_MAX`]).
-pub const READ_BUF_MIN: usize = 2 * 1024;
+/// The read buffer's first size: a paced stream's events are a few hundred bytes, and every
+/// open stream holds one buffer, so one that never fills it stays this small.
+pub const READ_BUF_FIRST: usize = 2 * 1024;
+/// The least a read buffer that once filled shrinks back to. Lower, a flood's reads (whatever
+/// the socket holds, often less than half the buffer with many streams on one CPU) shrink it
+/// again and again: with 2 KiB, a flood cost 1.11–1.21× nginx's CPU per event against
+/// 0.77–1.10× with 4 KiB (`bench/run.sh`, flood phase, alternating runs).
+pub const READ_BUF_MIN: usize = 4 * 1024;
 /// The most one read takes (a flooding stream holds at most this much per read).
 pub const READ_BUF_MAX: usize = crate::proxy::client::READ_BUF_MAX;
 /// A request body in memory up to this size goes out in the head's write.
@@ -61,7 +66,7 @@ impl Connection {
         Box::new(Connection {
             io,
             buf: BytesMut::new(),
-            read_size: READ_BUF_MIN,
+            read_size: READ_BUF_FIRST,
         })
     }
 
@@ -89,11 +94,7 @@ impl Connection {
             cx,
             &mut self.buf
         ))?;
-        if n >= self.read_size {
-            self.read_size = (self.read_size * 2).min(READ_BUF_MAX);
-        } else if n < self.read_size / 2 {
-            self.read_size = (self.read_size / 2).max(READ_BUF_MIN);
-        }
+        self.read_size = next_read_size(self.read_size, n);
         Poll::Ready(Ok(n))
     }
 
@@ -106,6 +107,19 @@ impl Connection {
             Pin::new(&mut self.io).poll_flush(cx)
         })
         .await
+    }
+}
+
+/// The size of the next read after one of `read` bytes into `size`: doubled after a full read,
+/// halved after one that used less than half, within [`READ_BUF_MIN`] (once above it) and
+/// [`READ_BUF_MAX`].
+fn next_read_size(size: usize, read: usize) -> usize {
+    if read >= size {
+        (size * 2).min(READ_BUF_MAX)
+    } else if read < size / 2 && size > READ_BUF_MIN {
+        (size / 2).max(READ_BUF_MIN)
+    } else {
+        size
     }
 }
 
@@ -380,7 +394,29 @@ impl Drop for H1Body {
 
 #[cfg(test)]
 mod tests {
-    use super::has_blank_line;
+    use super::{READ_BUF_FIRST, READ_BUF_MAX, READ_BUF_MIN, has_blank_line, next_read_size};
+
+    #[test]
+    fn reads_grow_when_full_and_shrink_no_lower_than_the_floor_once_grown() {
+        // A paced stream's small reads keep the first, smaller size.
+        assert_eq!(next_read_size(READ_BUF_FIRST, 200), READ_BUF_FIRST);
+        assert_eq!(
+            next_read_size(READ_BUF_FIRST, READ_BUF_FIRST),
+            2 * READ_BUF_FIRST
+        );
+        assert_eq!(next_read_size(16 * 1024, 1000), 8 * 1024);
+        assert_eq!(
+            next_read_size(READ_BUF_MIN, 10),
+            READ_BUF_MIN,
+            "the floor, once grown"
+        );
+        assert_eq!(next_read_size(READ_BUF_MAX, READ_BUF_MAX), READ_BUF_MAX);
+        assert_eq!(
+            next_read_size(8 * 1024, 5000),
+            8 * 1024,
+            "more than half used"
+        );
+    }
 
     #[test]
     fn a_blank_line_is_found_across_reads() {
