@@ -172,8 +172,21 @@ async fn an_http2_connection_idle_after_its_preface_gets_goaway_and_is_closed() 
     }
 }
 
+/// Sends the client's SETTINGS after its preface; the head of the server's first frame, which
+/// must be its SETTINGS.
+async fn settings_exchanged(stream: &mut TcpStream) -> [u8; 9] {
+    stream.write_all(H2_SETTINGS).await.expect("settings");
+    let mut head = [0u8; 9];
+    tokio::time::timeout(PATIENCE, stream.read_exact(&mut head))
+        .await
+        .expect("in time")
+        .expect("the server's SETTINGS");
+    assert_eq!(head[3], 4, "SETTINGS first");
+    head
+}
+
 /// The version is told from the first bytes however they arrive: an HTTP/2 preface in pieces
-/// (left to hyper-util's own sniffing) gets the server's SETTINGS, an HTTP/1 head in pieces its
+/// (peeked at again until it is whole) gets the server's SETTINGS, an HTTP/1 head in pieces its
 /// answer.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_preface_or_a_head_sent_in_pieces_is_served() {
@@ -184,13 +197,7 @@ async fn a_preface_or_a_head_sent_in_pieces_is_served() {
         stream.write_all(piece).await.expect("preface");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    stream.write_all(H2_SETTINGS).await.expect("settings");
-    let mut head = [0u8; 9];
-    tokio::time::timeout(PATIENCE, stream.read_exact(&mut head))
-        .await
-        .expect("in time")
-        .expect("the server's SETTINGS");
-    assert_eq!(head[3], 4, "SETTINGS first");
+    settings_exchanged(&mut stream).await;
 
     let mut stream = TcpStream::connect(l.proxy).await.expect("connect");
     let request = b"GET /healthz HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n";
@@ -208,13 +215,7 @@ async fn http2_streams_per_connection_are_bounded() {
     let l = start(config(&gw, "")).await;
     let mut stream = TcpStream::connect(l.proxy).await.expect("connect");
     stream.write_all(H2_PREFACE).await.expect("preface");
-    stream.write_all(H2_SETTINGS).await.expect("settings");
-    let mut head = [0u8; 9];
-    tokio::time::timeout(PATIENCE, stream.read_exact(&mut head))
-        .await
-        .expect("in time")
-        .expect("the server's SETTINGS");
-    assert_eq!(head[3], 4, "SETTINGS first");
+    let head = settings_exchanged(&mut stream).await;
     let len = usize::from(head[2]) | usize::from(head[1]) << 8;
     let mut payload = vec![0u8; len];
     stream.read_exact(&mut payload).await.expect("payload");

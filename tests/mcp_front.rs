@@ -873,7 +873,7 @@ async fn a_message_that_would_break_sse_framing_reaches_the_hub_unchanged() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_real_servers_progress_reaches_the_client_stream_and_not_the_gateway() {
-    use common::gateway::{Action, Gateway, Reply};
+    use common::gateway::{self, Gateway};
     use toolpulse::progress::local::LocalHub;
     use toolpulse::proxy::Proxy;
 
@@ -901,17 +901,7 @@ async fn a_real_servers_progress_reaches_the_client_stream_and_not_the_gateway()
         ev(json!({"type": "response.completed", "sequence_number": 4, "response": {"id": "r"}})),
     ];
     let held = release.clone();
-    let mut gw = Gateway::start(move |_| {
-        let mut actions: Vec<Action> = before.iter().cloned().map(Action::Chunk).collect();
-        actions.push(Action::Wait(held.clone()));
-        actions.extend(after.iter().cloned().map(Action::Chunk));
-        actions.push(Action::End);
-        Reply {
-            head: Reply::sse(vec![]).head,
-            actions,
-        }
-    })
-    .await;
+    let mut gw = Gateway::start(move |_| gateway::held(&before, &held, &after)).await;
 
     let hub = LocalHub::new(Duration::from_secs(5));
     let text = format!(

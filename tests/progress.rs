@@ -8,7 +8,7 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::gateway::{Action, Gateway, Reply, held_reply};
+use common::gateway::{Gateway, blocks_around_output, held, held_reply};
 use common::*;
 use serde_json::json;
 use tokio::sync::Notify;
@@ -144,32 +144,23 @@ async fn a_flood_of_reports_is_paced_and_never_waits_for_the_client() {
 async fn a_shared_trace_is_told_apart_by_the_arguments_or_reaches_nobody() {
     const TRACEPARENT: &str = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
     let release = Arc::new(Notify::new());
-    let blocks = blocks(&read(&fixtures_dir().join("web_search.sse")));
-    let at = blocks
-        .iter()
-        .position(|b| String::from_utf8_lossy(b).contains("\"type\":\"function_call_output\""))
-        .expect("an output");
+    let (before, after) = blocks_around_output("web_search.sse");
     let served = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let gw = Gateway::start({
         let release = release.clone();
         move |_| {
             // The second stream searches for something else.
             let second = served.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 1;
-            let edit = |b: &Vec<u8>| match second {
-                true => String::from_utf8_lossy(b)
-                    .replace("rust sse", "tokio")
-                    .into_bytes(),
-                false => b.clone(),
+            let edit = |blocks: &[Vec<u8>]| -> Vec<Vec<u8>> {
+                let edit = |b: &Vec<u8>| match second {
+                    true => String::from_utf8_lossy(b)
+                        .replace("rust sse", "tokio")
+                        .into_bytes(),
+                    false => b.clone(),
+                };
+                blocks.iter().map(edit).collect()
             };
-            let mut actions: Vec<Action> =
-                blocks[..at].iter().map(edit).map(Action::Chunk).collect();
-            actions.push(Action::Wait(release.clone()));
-            actions.extend(blocks[at..].iter().map(edit).map(Action::Chunk));
-            actions.push(Action::End);
-            Reply {
-                head: Reply::sse(vec![]).head,
-                actions,
-            }
+            held(&edit(&before), &release, &edit(&after))
         }
     })
     .await;

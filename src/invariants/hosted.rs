@@ -68,9 +68,9 @@ struct Shown {
 
 /// Whether an input event introduces an item: an `output_item.added` or `.done`, by its data's
 /// `type` (as clients and the rewriter read it, whatever its `event:` line says).
-fn introduces_item(json: Option<&Map<String, Value>>) -> bool {
+fn introduces_item(json: &Map<String, Value>) -> bool {
     matches!(
-        json.and_then(|j| text(j, "type")),
+        text(json, "type"),
         Some("response.output_item.added" | "response.output_item.done")
     )
 }
@@ -80,15 +80,10 @@ const NATIVE_TYPES: &[&str] = &["mcp_call", "web_search_call", "file_search_call
 
 /// The gateway's own hosted items the output never shows are folded into toolpulse's: each
 /// into the first hosted item of its response, of its type and name, not yet taken.
-fn fold_natives(
-    inputs: &[Option<Map<String, Value>>],
-    introduces: &[bool],
-    responses: &mut [Shown],
-) {
+fn fold_natives(inputs: &[Option<Map<String, Value>>], responses: &mut [Shown]) {
     let (mut response, mut created) = (0, Responses::default());
     let mut taken: HashSet<String> = HashSet::new();
-    let items = inputs.iter().zip(introduces);
-    for (json, &item_event) in items.filter_map(|(j, i)| j.as_ref().map(|j| (j, i))) {
+    for json in inputs.iter().flatten() {
         if created.starts_another(json) {
             response += 1;
             taken.clear();
@@ -99,7 +94,7 @@ fn fold_natives(
         let (Some(item_type), Some(id)) = (item_field(json, "type"), item_field(json, "id")) else {
             continue;
         };
-        if !item_event
+        if !introduces_item(json)
             || !NATIVE_TYPES.contains(&item_type)
             || id.starts_with(PREFIX)
             || shown.ids.contains(id)
@@ -184,12 +179,8 @@ pub fn check(input: &[u8], output: &[u8], max_event_bytes: usize) -> Result<Repo
         .iter()
         .map(|e| e.raw().len() > max_event_bytes)
         .collect();
-    let introduces: Vec<bool> = in_json
-        .iter()
-        .map(|j| introduces_item(j.as_ref()))
-        .collect();
-    fold_natives(&in_json, &introduces, &mut responses);
-    let hidden = hidden_inputs(&in_json, &introduces, &in_unread, &responses);
+    fold_natives(&in_json, &mut responses);
+    let hidden = hidden_inputs(&in_json, &in_unread, &responses);
     let expected: Vec<usize> = (0..inputs.len()).filter(|i| !hidden[*i]).collect();
 
     let mut report = Report::default();
@@ -277,7 +268,6 @@ pub fn check(input: &[u8], output: &[u8], max_event_bytes: usize) -> Result<Repo
 /// `function_call_output` unless the output shows it, and every event at their indices.
 fn hidden_inputs(
     inputs: &[Option<Map<String, Value>>],
-    introduces: &[bool],
     unread: &[bool],
     responses: &[Shown],
 ) -> Vec<bool> {
@@ -288,8 +278,7 @@ fn hidden_inputs(
     inputs
         .iter()
         .zip(unread)
-        .zip(introduces)
-        .map(|((json, &unread), &item_event)| {
+        .map(|(json, &unread)| {
             let Some(json) = json.as_ref().filter(|_| !unread) else {
                 return false;
             };
@@ -301,8 +290,8 @@ fn hidden_inputs(
             let shown = responses.get(response).unwrap_or(&none);
             // Only `output_item.added`/`.done` introduce an item (as the rewriter reads them):
             // another event carrying one (a broken type) is not the call's item.
-            let call_id =
-                item_field(json, "call_id").filter(|c| item_event && shown.hosted.contains_key(*c));
+            let call_id = item_field(json, "call_id")
+                .filter(|c| introduces_item(json) && shown.hosted.contains_key(*c));
             let folded = item_field(json, "id").is_some_and(|id| shown.natives.contains_key(id));
             let hides = folded
                 || match (item_field(json, "type"), call_id) {

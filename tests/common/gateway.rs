@@ -88,20 +88,30 @@ pub fn held_reply(
     name: &str,
     release: Arc<Notify>,
 ) -> impl Fn(&Recorded) -> Reply + Send + Sync + 'static {
-    let blocks = super::blocks(&super::read(&super::fixtures_dir().join(name)));
+    let (before, after) = blocks_around_output(name);
+    move |_| held(&before, &release, &after)
+}
+
+/// The SSE blocks of fixture `name`: those before its tool's output, and the rest.
+pub fn blocks_around_output(name: &str) -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
+    let mut blocks = super::blocks(&super::read(&super::fixtures_dir().join(name)));
     let at = blocks
         .iter()
         .position(|b| String::from_utf8_lossy(b).contains("\"type\":\"function_call_output\""))
         .expect("an output");
-    move |_| {
-        let mut actions: Vec<Action> = blocks[..at].iter().cloned().map(Action::Chunk).collect();
-        actions.push(Action::Wait(release.clone()));
-        actions.extend(blocks[at..].iter().cloned().map(Action::Chunk));
-        actions.push(Action::End);
-        Reply {
-            head: Reply::sse(vec![]).head,
-            actions,
-        }
+    let after = blocks.split_off(at);
+    (blocks, after)
+}
+
+/// An SSE reply of `before`, then a wait for `release`, then `after`.
+pub fn held(before: &[Vec<u8>], release: &Arc<Notify>, after: &[Vec<u8>]) -> Reply {
+    let mut actions: Vec<Action> = before.iter().cloned().map(Action::Chunk).collect();
+    actions.push(Action::Wait(release.clone()));
+    actions.extend(after.iter().cloned().map(Action::Chunk));
+    actions.push(Action::End);
+    Reply {
+        head: Reply::sse(vec![]).head,
+        actions,
     }
 }
 
