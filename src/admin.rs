@@ -7,10 +7,10 @@ use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use crate::listen::ClientBody;
 use bytes::Bytes;
 use http::{Method, Request, Response, StatusCode, header};
 use http_body_util::Full;
-use hyper::body::Incoming;
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 
@@ -42,7 +42,7 @@ impl Admin {
         self.ready.load(Ordering::SeqCst)
     }
 
-    fn answer(&self, request: &Request<Incoming>) -> Response<Full<Bytes>> {
+    fn answer(&self, request: &Request<ClientBody>) -> Response<Full<Bytes>> {
         let text = |status: StatusCode, body: String, content_type: &'static str| {
             let mut response = Response::new(Full::new(Bytes::from(body)));
             *response.status_mut() = status;
@@ -103,7 +103,7 @@ pub async fn serve(
         tokio::spawn(async move {
             let metrics = admin.metrics.clone();
             let handle =
-                move |request: Request<Incoming>| std::future::ready(admin.answer(&request));
+                move |request: Request<ClientBody>| std::future::ready(admin.answer(&request));
             let (closed, _) = listen::serve(&builder, stream, &watch, &limits, handle).await;
             if let Some(closed) = closed {
                 metrics.connection_closed("admin", closed.as_str());

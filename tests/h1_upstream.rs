@@ -166,7 +166,16 @@ async fn a_chunk_size_with_junk_breaks_the_body() {
         let mut body = response.into_body();
         let first = body.frame().await.expect("a frame").expect("data");
         assert_eq!(first.into_data().expect("data"), "ok");
-        let next = tokio::time::timeout(Duration::from_secs(3), body.frame()).await;
+        // The data before the break is forwarded (a chunk's data before its missing CRLF).
+        let next = async {
+            loop {
+                match body.frame().await {
+                    Some(Ok(frame)) if frame.is_data() => continue,
+                    other => return other,
+                }
+            }
+        };
+        let next = tokio::time::timeout(Duration::from_secs(3), next).await;
         let broken = next.expect("broken off at once, not at the sleep's end");
         assert!(
             matches!(broken, Some(Err(_))),

@@ -12,10 +12,11 @@
 //!   toolpulse reads whole).
 
 pub mod activity;
+pub mod h1;
+mod respond;
 mod sniff;
 pub mod watched;
 
-use std::convert::Infallible;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Instant;
@@ -23,16 +24,18 @@ use std::time::Instant;
 use bytes::Bytes;
 use http::{Request, Response};
 use http_body::Body;
-use hyper::body::Incoming;
-use hyper::server::conn::{http1, http2};
-use hyper::service::service_fn;
+use hyper::server::conn::http2;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
 use tokio::net::TcpStream;
 
 use crate::config::ClientLimits;
 use activity::{Activity, Tracked};
+pub use respond::{ClientBody, Respond};
 pub use sniff::Builders;
 pub use watched::{Closed, Shutdown};
+
+/// The longest request head a listener that sets no limit of its own reads.
+pub const MAX_HEAD_BYTES: usize = 64 * 1024;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
@@ -47,16 +50,13 @@ pub fn host_problem(version: http::Version, headers: &http::HeaderMap) -> Option
     }
 }
 
-/// hyper's builders for client connections under `limits`; `max_header_bytes` bounds request
-/// heads where the listener says so.
+/// How client connections are served under `limits`; `max_header_bytes` bounds request heads
+/// where the listener says so, else [`MAX_HEAD_BYTES`] does.
 pub fn builder(limits: &ClientLimits, max_header_bytes: Option<usize>) -> Arc<Builders> {
-    let mut http1 = http1::Builder::new();
-    http1
-        .timer(TokioTimer::new())
-        .header_read_timeout(limits.head_timeout);
-    if let Some(max) = max_header_bytes {
-        http1.max_buf_size(max);
-    }
+    let http1 = h1::conn::Limits {
+        head_timeout: limits.head_timeout,
+        max_head_bytes: max_header_bytes.unwrap_or(MAX_HEAD_BYTES),
+    };
     let mut http2 = http2::Builder::new(TokioExecutor::new());
     http2
         .timer(TokioTimer::new())
@@ -79,24 +79,20 @@ pub async fn serve<H, F, B>(
     handle: H,
 ) -> (Option<Closed>, Result<(), BoxError>)
 where
-    H: Fn(Request<Incoming>) -> F + Send + Sync + Unpin + 'static,
+    H: Fn(Request<ClientBody>) -> F + Send + Sync + Unpin + 'static,
     F: Future<Output = Response<B>> + Send + 'static,
     B: Body<Data = Bytes> + Send + Unpin + 'static,
     B::Error: Into<BoxError>,
 {
     let activity = Activity::new(Instant::now());
     let requests = activity.clone();
-    let service = service_fn(move |request| {
+    // The connection boxes this future until the response head is out.
+    let respond = move |request| {
         let in_flight = requests.begin();
-        // Boxed: hyper keeps a box the size of this future for as long as the connection is
-        // open, while the handler's future (~5 KiB) is needed only until the response head.
-        let response = Box::pin(handle(request));
-        async move {
-            let response = response.await;
-            Ok::<_, Infallible>(response.map(|body| Tracked::new(body, in_flight)))
-        }
-    });
-    let conn = sniff::Connection::new(builders, stream, service);
+        let response = handle(request);
+        async move { response.await.map(|body| Tracked::new(body, in_flight)) }
+    };
+    let conn = sniff::Connection::new(builders, stream, respond);
     let mut watched = watched::Watched::new(
         conn,
         |conn| conn.graceful_shutdown(),

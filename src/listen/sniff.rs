@@ -6,22 +6,26 @@
 //! which the connection then keeps while its response streams. And its connection is one
 //! type for both versions, as large as an HTTP/2 connection (7.5 KiB) whichever it serves.
 //! Seen with heaptrack, 1,000 streams open: both were among the largest allocations per stream.
-//! Peeking leaves the bytes in the socket, so hyper's first read takes the whole request head
-//! into 8 KiB, and each version's connection is boxed at its own size.
+//! Peeking leaves the bytes in the socket; each version's connection is boxed at its own size.
+//! HTTP/1.1 is served by toolpulse's own server ([`super::h1`]), HTTP/2 by hyper's.
 
+use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
 use http::{Request, Response};
 use hyper::body::Incoming;
-use hyper::server::conn::{http1, http2};
-use hyper::service::{HttpService, Service};
+use hyper::server::conn::http2;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use tokio::io::ReadBuf;
 use tokio::net::TcpStream;
 use tokio::time::Sleep;
+
+use super::h1;
+use super::respond::Respond;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
@@ -32,9 +36,10 @@ const H2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 /// preface and not the rest (peeking cannot wait for more bytes; such clients are rare).
 const PEEK_AGAIN: Duration = Duration::from_millis(5);
 
-/// The builders a listener serves its connections with, one per version.
+/// How a listener serves its connections: HTTP/1.1 with toolpulse's own server, HTTP/2 with
+/// hyper's.
 pub struct Builders {
-    pub http1: http1::Builder,
+    pub http1: h1::conn::Limits,
     pub http2: http2::Builder<TokioExecutor>,
 }
 
@@ -58,35 +63,48 @@ fn version_of(peeked: &[u8]) -> Option<Version> {
 
 type Io = TokioIo<TcpStream>;
 
+/// hyper's HTTP/2 connection calls a [`Respond`] through this.
+pub struct H2Service<R>(Arc<R>);
+
+impl<R: Respond + Sync> hyper::service::Service<Request<Incoming>> for H2Service<R> {
+    type Response = Response<R::Body>;
+    type Error = Infallible;
+    type Future = Answer<R::Future>;
+
+    fn call(&self, request: Request<Incoming>) -> Self::Future {
+        Answer(Box::pin(self.0.respond(request.map(Into::into))))
+    }
+}
+
+/// A [`Respond`]'s answer, as hyper's services answer.
+pub struct Answer<F>(Pin<Box<F>>);
+
+impl<F: Future> Future for Answer<F> {
+    type Output = Result<F::Output, Infallible>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        self.0.as_mut().poll(cx).map(Ok)
+    }
+}
+
 /// A connection: waiting for its first bytes, then served.
-pub enum Connection<'a, S>
-where
-    S: HttpService<Incoming>,
-{
+pub enum Connection<'a, R: Respond + Sync> {
     Sniffing {
         stream: Option<TcpStream>,
-        service: Option<S>,
+        respond: Option<R>,
         builders: &'a Builders,
         again: Option<Pin<Box<Sleep>>>,
         closed: bool,
     },
-    Http1(Pin<Box<http1::Connection<Io, S>>>),
-    Http2(Pin<Box<http2::Connection<Io, S, TokioExecutor>>>),
+    Http1(Pin<Box<h1::conn::Connection<R>>>),
+    Http2(Pin<Box<http2::Connection<Io, H2Service<R>, TokioExecutor>>>),
 }
 
-impl<'a, S, B> Connection<'a, S>
-where
-    S: Service<Request<Incoming>, Response = Response<B>> + Unpin + 'static,
-    S::Future: Send + 'static,
-    S::Error: Into<BoxError>,
-    B: http_body::Body + Send + 'static,
-    B::Data: Send,
-    B::Error: Into<BoxError>,
-{
-    pub fn new(builders: &'a Builders, stream: TcpStream, service: S) -> Self {
+impl<'a, R: Respond + Sync> Connection<'a, R> {
+    pub fn new(builders: &'a Builders, stream: TcpStream, respond: R) -> Self {
         Connection::Sniffing {
             stream: Some(stream),
-            service: Some(service),
+            respond: Some(respond),
             builders,
             again: None,
             closed: false,
@@ -104,32 +122,24 @@ where
     }
 }
 
-impl<S, B> Future for Connection<'_, S>
-where
-    S: Service<Request<Incoming>, Response = Response<B>> + Unpin + 'static,
-    S::Future: Send + 'static,
-    S::Error: Into<BoxError>,
-    B: http_body::Body + Send + 'static,
-    B::Data: Send,
-    B::Error: Into<BoxError>,
-{
+impl<R: Respond + Sync> Future for Connection<'_, R> {
     type Output = Result<(), BoxError>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         // The served connections are boxed, the rest Unpin: so is the connection.
         let this = self.get_mut();
         loop {
-            let (stream, service, builders, again) = match this {
-                Connection::Http1(conn) => return conn.as_mut().poll(cx).map_err(Into::into),
+            let (stream, respond, builders, again) = match this {
+                Connection::Http1(conn) => return conn.as_mut().poll(cx),
                 Connection::Http2(conn) => return conn.as_mut().poll(cx).map_err(Into::into),
                 Connection::Sniffing { closed: true, .. } => return Poll::Ready(Ok(())),
                 Connection::Sniffing {
                     stream,
-                    service,
+                    respond,
                     builders,
                     again,
                     ..
-                } => (stream, service, *builders, again),
+                } => (stream, respond, *builders, again),
             };
             if let Some(sleep) = again {
                 ready!(sleep.as_mut().poll(cx));
@@ -137,7 +147,7 @@ where
             let socket = stream.as_ref().expect("present until served");
             let mut first = [0; H2_PREFACE.len()];
             let mut peeked = ReadBuf::new(&mut first);
-            // An error (a reset) is for hyper to meet on its first read.
+            // An error (a reset) is for the connection to meet on its first read.
             let version = match ready!(socket.poll_peek(cx, &mut peeked)) {
                 Ok(_) => version_of(peeked.filled()),
                 Err(_) => Some(Version::Http1),
@@ -150,13 +160,17 @@ where
                 }
                 continue;
             };
-            let io = TokioIo::new(stream.take().expect("present until served"));
-            let service = service.take().expect("present until served");
+            let stream = stream.take().expect("present until served");
+            let respond = respond.take().expect("present until served");
             *this = match version {
                 Version::Http1 => {
-                    Connection::Http1(Box::pin(builders.http1.serve_connection(io, service)))
+                    let shared = h1::body::Shared::new(stream);
+                    let limits = builders.http1.clone();
+                    Connection::Http1(Box::pin(h1::conn::Connection::new(shared, respond, limits)))
                 }
                 Version::Http2 => {
+                    let service = H2Service(Arc::new(respond));
+                    let io = TokioIo::new(stream);
                     Connection::Http2(Box::pin(builders.http2.serve_connection(io, service)))
                 }
             };

@@ -7,9 +7,9 @@
 //! 401 a missing or wrong `Authorization: Bearer` token when one is configured, 413 too large.
 //! The token is checked first, so nothing else is told to a caller without it.
 
+use crate::listen::ClientBody;
 use http::{HeaderValue, Method, Request, Response, StatusCode, header};
 use http_body_util::{BodyExt, Limited};
-use hyper::body::Incoming;
 use serde_json::{Map, Value, json};
 
 use super::Front;
@@ -30,7 +30,7 @@ pub struct BadField {
 
 pub async fn answer(
     front: &Front,
-    request: Request<Incoming>,
+    request: Request<ClientBody>,
     mut log: McpLog,
 ) -> Response<McpBody> {
     let (status, response) = respond(front, request).await;
@@ -45,7 +45,7 @@ pub async fn answer(
     response
 }
 
-async fn respond(front: &Front, request: Request<Incoming>) -> (StatusCode, Response<McpBody>) {
+async fn respond(front: &Front, request: Request<ClientBody>) -> (StatusCode, Response<McpBody>) {
     let fail = |status: StatusCode, code: &str, message: &str, param: Option<&str>| {
         (status, reply::error(status, code, message, param))
     };

@@ -9,11 +9,11 @@ use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use crate::listen::ClientBody;
 use bytes::Bytes;
 use http::request::Parts;
 use http::{HeaderValue, Method, Request, Response, StatusCode, Uri, header};
 use http_body::Frame;
-use hyper::body::Incoming;
 
 use super::Front;
 use super::answer::Answer;
@@ -36,7 +36,7 @@ pub const MAX_CALL_BODY_BYTES: usize = 4 << 20;
 pub async fn forward(
     front: &Front,
     server: &McpServer,
-    request: Request<Incoming>,
+    request: Request<ClientBody>,
     peer: SocketAddr,
     share: &Arc<Share>,
     mut log: McpLog,
@@ -156,7 +156,7 @@ async fn read_calls(
     front: &Front,
     server: &McpServer,
     head: &mut Parts,
-    body: Incoming,
+    body: ClientBody,
     calls: &mut Calls,
     header_trace: Option<TraceId>,
 ) -> Result<(RequestBody, Vec<String>, FirstCall), ReadError> {

@@ -25,8 +25,8 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::listen::ClientBody;
 use http::{Request, Response, StatusCode};
-use hyper::body::Incoming;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{BearerToken, ClientLimits, Config, McpConfig};
@@ -126,7 +126,7 @@ impl Front {
     /// followed.
     pub async fn handle(
         &self,
-        mut request: Request<Incoming>,
+        mut request: Request<ClientBody>,
         peer: SocketAddr,
         share: &Arc<Share>,
     ) -> Response<McpBody> {

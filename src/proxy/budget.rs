@@ -12,10 +12,10 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+use crate::listen::ClientBody;
 use bytes::{Bytes, BytesMut};
 use http_body::{Body, Frame, SizeHint};
 use http_body_util::BodyExt;
-use hyper::body::Incoming;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::{Instant, Sleep};
 
@@ -98,7 +98,7 @@ impl BodyBudget {
 #[derive(Debug, thiserror::Error)]
 pub enum ReadError {
     #[error("could not read the request body: {0}")]
-    Client(#[from] hyper::Error),
+    Client(BoxError),
     #[error("the request body did not arrive within {} ms", .0.as_millis())]
     Timeout(Duration),
     #[error("toolpulse holds as many request bodies as it may (body_buffer_bytes); retry shortly")]
@@ -133,7 +133,7 @@ const FIRST_BUFFER_BYTES: usize = 16 * 1024;
 /// budget is charged for that buffer's capacity, not the data's length: a frame of hyper's
 /// keeps its whole read buffer alive, so holding frames would hold more than they say.
 pub async fn read_up_to(
-    mut body: Incoming,
+    mut body: ClientBody,
     limit: usize,
     budget: &BodyBudget,
     timeout: Duration,
@@ -151,7 +151,7 @@ pub async fn read_up_to(
         let frame = match tokio::time::timeout_at(deadline, body.frame()).await {
             Err(_) => return Err(ReadError::Timeout(timeout)),
             Ok(None) => break,
-            Ok(Some(frame)) => frame?,
+            Ok(Some(frame)) => frame.map_err(ReadError::Client)?,
         };
         let chunk = match frame.into_data() {
             Ok(chunk) => chunk,
@@ -189,13 +189,13 @@ pub async fn read_up_to(
 
 /// A request body streamed as it arrives, which may pause at most its timeout between frames.
 pub struct Paced {
-    body: Incoming,
+    body: ClientBody,
     timeout: Duration,
     timer: Pin<Box<Sleep>>,
 }
 
 impl Paced {
-    pub fn new(body: Incoming, timeout: Duration) -> Self {
+    pub fn new(body: ClientBody, timeout: Duration) -> Self {
         Paced {
             body,
             timeout,
@@ -219,7 +219,7 @@ impl Body for Paced {
             Poll::Ready(frame) => {
                 let next = Instant::now() + this.timeout;
                 this.timer.as_mut().reset(next);
-                Poll::Ready(frame.map(|f| f.map_err(BoxError::from)))
+                Poll::Ready(frame)
             }
             Poll::Pending => match this.timer.as_mut().poll(cx) {
                 Poll::Ready(()) => Poll::Ready(Some(Err(ReadError::Timeout(this.timeout).into()))),

@@ -22,8 +22,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::{Instant, SystemTime};
 
+use crate::listen::ClientBody;
 use http::{Request, Response, Uri};
-use hyper::body::Incoming;
 
 use crate::config::Config;
 use crate::hosted::shared::Pairs;
@@ -198,7 +198,7 @@ impl Proxy {
     /// Forwards one request and returns the (possibly rewritten) response.
     pub async fn handle(
         &self,
-        request: Request<Incoming>,
+        request: Request<ClientBody>,
         peer: SocketAddr,
     ) -> Response<ProxyBody> {
         let config = self.config();

@@ -17,11 +17,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll};
 
+use crate::listen::ClientBody;
 use bytes::Bytes;
 use http::request::Parts;
 use http::{HeaderValue, Method, header};
 use http_body::{Body, Frame, SizeHint};
-use hyper::body::Incoming;
 
 use super::budget::{self, BodyBudget, Held, Paced, ReadError};
 use crate::config::Config;
@@ -144,7 +144,7 @@ pub struct RequestFacts {
 /// limit, go on as they are.
 pub async fn prepare(
     head: &mut Parts,
-    body: Incoming,
+    body: ClientBody,
     config: &Config,
     store: &Pairs,
     metrics: &Metrics,

@@ -206,7 +206,7 @@ struct Exchange<'a> {
 }
 
 /// Whether `buf` has a blank line (`\n\n` or `\n\r\n`) that is not all in `buf[..searched]`.
-fn has_blank_line(buf: &[u8], searched: usize) -> bool {
+pub(crate) fn has_blank_line(buf: &[u8], searched: usize) -> bool {
     let from = searched.saturating_sub(2).min(buf.len());
     memchr::memchr_iter(b'\n', &buf[from..]).any(|at| {
         let rest = &buf[from + at + 1..];

@@ -126,7 +126,7 @@ pub fn parse(buf: &[u8], method: &Method) -> Result<Parsed, HeadError> {
 
 /// The fields in order, repeated names appended. httparse has checked the bytes already; the
 /// `http` types check them again rather than trust that the two agree.
-fn header_map(fields: &[httparse::Header<'_>]) -> Result<HeaderMap, HeadError> {
+pub(crate) fn header_map(fields: &[httparse::Header<'_>]) -> Result<HeaderMap, HeadError> {
     let mut headers = HeaderMap::with_capacity(fields.len());
     for field in fields {
         let name = HeaderName::from_bytes(field.name.as_bytes())
@@ -175,7 +175,7 @@ fn framing(
 
 /// Whether `chunked` is the last coding of the last `Transfer-Encoding` field, read exactly as
 /// hyper reads it (anything else means reading to the close, in both).
-fn final_coding_is_chunked(headers: &HeaderMap) -> bool {
+pub(crate) fn final_coding_is_chunked(headers: &HeaderMap) -> bool {
     let Some(last) = headers.get_all(TRANSFER_ENCODING).iter().next_back() else {
         return false;
     };
@@ -189,7 +189,7 @@ fn final_coding_is_chunked(headers: &HeaderMap) -> bool {
 
 /// The one length every `Content-Length` value (field or list element) gives; refused when
 /// they differ or one is not a plain decimal number.
-fn content_length(headers: &HeaderMap) -> Result<u64, HeadError> {
+pub(crate) fn content_length(headers: &HeaderMap) -> Result<u64, HeadError> {
     let mut length = None;
     for value in headers.get_all(CONTENT_LENGTH) {
         let text = value
@@ -221,7 +221,7 @@ fn decimal(text: &str) -> Option<u64> {
 
 /// HTTP/1.1 stays open unless told `close`; HTTP/1.0 closes unless told `keep-alive`. A
 /// `close` in any `Connection` field wins over a `keep-alive` in another.
-fn keep_alive(version: Version, headers: &HeaderMap) -> bool {
+pub(crate) fn keep_alive(version: Version, headers: &HeaderMap) -> bool {
     let has = |token: &str| {
         headers.get_all(CONNECTION).iter().any(|value| {
             value.to_str().is_ok_and(|text| {

@@ -1,0 +1,421 @@
+//! One client connection served as HTTP/1.1 by toolpulse itself: request heads read from the
+//! shared buffer ([`head`]), each handed to the responder with its body ([`body`]), the
+//! response's head written with one write and its body framed ([`response`]) as each frame
+//! comes, with no second buffer: a chunk's size line, its data and its CRLF go out in one
+//! vectored write. One exchange at a time; keep-alive as the request and response allow.
+//!
+//! While a request waits for its response or the response streams, the socket is watched for
+//! the client's close (as hyper's server does, half-closes included): the response is then
+//! dropped, and with it the upstream exchange.
+
+use std::future::Future;
+use std::io::{self, IoSlice};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll, ready};
+use std::time::Duration;
+
+use bytes::{Buf, Bytes, BytesMut};
+use http::Request;
+use http_body::{Body, Frame};
+use tokio::io::ReadBuf;
+use tokio::time::Sleep;
+
+use super::body::{RequestBody, Shared};
+use super::head::{self, Parsed};
+use super::response::{self, Asked, ChunkLine, Framing, Known};
+use crate::listen::ClientBody;
+use crate::listen::Respond;
+use crate::proxy::upstream::h1::conn::has_blank_line;
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// The end of a chunked body (no trailers).
+const LAST_CHUNK: &[u8] = b"0\r\n\r\n";
+
+/// How long a client may take to send a request head after the previous response (its first
+/// is timed from the accept by [`crate::listen::watched`]).
+#[derive(Debug, Clone)]
+pub struct Limits {
+    pub head_timeout: Duration,
+    pub max_head_bytes: usize,
+}
+
+pub struct Connection<R: Respond> {
+    shared: Arc<Shared>,
+    respond: R,
+    limits: Limits,
+    state: State<R>,
+    /// Set while a head after the first is awaited.
+    timer: Option<Pin<Box<Sleep>>>,
+    /// How much of the read buffer is known to hold no blank line.
+    searched: usize,
+    /// Asked to close: after the exchange in progress, or now if none is.
+    closing: bool,
+}
+
+enum State<R: Respond> {
+    Head,
+    Waiting {
+        response: Pin<Box<R::Future>>,
+        exchange: Exchange,
+    },
+    Writing {
+        body: R::Body,
+        out: Out,
+        framing: Framing,
+        /// Of a `Content-Length` body, the bytes still owed.
+        remaining: u64,
+        ended: bool,
+        exchange: Exchange,
+    },
+}
+
+/// What one exchange's end depends on.
+struct Exchange {
+    asked: Asked,
+    keep_alive: bool,
+    /// The request body was read to its end (once seen, not asked again).
+    body_done: bool,
+    /// The client sent more while this exchange ran: no more watching for its close.
+    sent_more: bool,
+}
+
+/// Bytes framed and not yet written: a head, a chunk's size line, its data, a CRLF or the last
+/// chunk, in that order.
+#[derive(Default)]
+struct Out {
+    head: Bytes,
+    line: Option<ChunkLine>,
+    line_sent: usize,
+    data: Bytes,
+    tail: &'static [u8],
+}
+
+impl Out {
+    fn is_empty(&self) -> bool {
+        self.head.is_empty() && self.line.is_none() && self.data.is_empty() && self.tail.is_empty()
+    }
+
+    /// Whether a body frame may be taken: the last one is written, the head need not be.
+    fn takes_frame(&self) -> bool {
+        self.line.is_none() && self.data.is_empty() && self.tail.is_empty()
+    }
+
+    fn write(&mut self, shared: &Shared, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        while !self.is_empty() {
+            let line = self
+                .line
+                .as_ref()
+                .map_or(&[][..], |l| &l.as_bytes()[self.line_sent..]);
+            let parts = [&self.head[..], line, &self.data[..], self.tail];
+            let mut slices = [IoSlice::new(&[]); 4];
+            let mut n = 0;
+            for part in parts.into_iter().filter(|p| !p.is_empty()) {
+                slices[n] = IoSlice::new(part);
+                n += 1;
+            }
+            ready!(shared.stream.poll_write_ready(cx))?;
+            let written = match shared.stream.try_write_vectored(&slices[..n]) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                Err(e) => return Poll::Ready(Err(e)),
+                Ok(0) => return Poll::Ready(Err(io::ErrorKind::WriteZero.into())),
+                Ok(written) => written,
+            };
+            self.advance(written);
+        }
+        Poll::Ready(Ok(()))
+    }
+
+    fn advance(&mut self, mut n: usize) {
+        let head = n.min(self.head.len());
+        self.head.advance(head);
+        n -= head;
+        if let Some(line) = &self.line {
+            let left = line.as_bytes().len() - self.line_sent;
+            let taken = n.min(left);
+            self.line_sent += taken;
+            n -= taken;
+            if taken == left {
+                self.line = None;
+                self.line_sent = 0;
+            }
+        }
+        let data = n.min(self.data.len());
+        self.data.advance(data);
+        n -= data;
+        self.tail = &self.tail[n.min(self.tail.len())..];
+    }
+}
+
+impl<R: Respond> Connection<R> {
+    pub fn new(shared: Arc<Shared>, respond: R, limits: Limits) -> Self {
+        Connection {
+            shared,
+            respond,
+            limits,
+            state: State::Head,
+            timer: None,
+            searched: 0,
+            closing: false,
+        }
+    }
+
+    /// Closes it after the exchange in progress, or at once when there is none.
+    pub fn graceful_shutdown(self: Pin<&mut Self>) {
+        let this = self.get_mut();
+        this.closing = true;
+        match &mut this.state {
+            State::Head => {}
+            State::Waiting { exchange, .. } | State::Writing { exchange, .. } => {
+                exchange.keep_alive = false;
+            }
+        }
+    }
+
+    /// Reads until a whole head is in, then starts its exchange. Ready(true): the connection
+    /// is done (closed by the client, refused, timed out or asked to close).
+    fn poll_head(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<bool>> {
+        let shared = self.shared.clone();
+        let mut reader = shared.reader();
+        loop {
+            if self.closing && reader.buf.is_empty() {
+                return Poll::Ready(Ok(true));
+            }
+            let max = self.limits.max_head_bytes;
+            let complete = has_blank_line(&reader.buf, self.searched) || reader.buf.len() >= max;
+            self.searched = reader.buf.len();
+            let parsed = match complete {
+                true => head::parse(&reader.buf, max),
+                false => Ok(Parsed::Partial),
+            };
+            match parsed {
+                Ok(Parsed::Partial) => {}
+                Ok(Parsed::Complete { head, len }) => {
+                    reader.buf.advance(len);
+                    reader.begin_body(head.framing, head.expect_continue);
+                    drop(reader);
+                    self.start(*head);
+                    return Poll::Ready(Ok(false));
+                }
+                Err(error) => {
+                    tracing::debug!(%error, "request head refused");
+                    // Best effort: the connection closes either way.
+                    let _ = shared.stream.try_write(&response::refusal(error.status()));
+                    return Poll::Ready(Ok(true));
+                }
+            }
+            if let Some(timer) = &mut self.timer
+                && timer.as_mut().poll(cx).is_ready()
+            {
+                return Poll::Ready(Ok(true));
+            }
+            match ready!(reader.poll_fill(&shared.stream, cx)) {
+                Ok(0) => return Poll::Ready(Ok(true)),
+                Ok(_) => {}
+                Err(error) => return Poll::Ready(Err(error)),
+            }
+        }
+    }
+
+    fn start(&mut self, head: head::Head) {
+        self.timer = None;
+        self.searched = 0;
+        let body = match head.framing {
+            head::Framing::Length(0) => ClientBody::Empty,
+            framing => ClientBody::H1(RequestBody::new(self.shared.clone(), framing)),
+        };
+        let parts = head.parts;
+        let exchange = Exchange {
+            asked: Asked {
+                method: parts.method.clone(),
+                version: parts.version,
+            },
+            keep_alive: head.keep_alive && !self.closing,
+            body_done: false,
+            sent_more: false,
+        };
+        let response = Box::pin(self.respond.respond(Request::from_parts(parts, body)));
+        self.state = State::Waiting { response, exchange };
+    }
+
+    /// Whether the client closed (or reset) the connection while its exchange runs. Only
+    /// looked at once the request body is read (until then the body reads the socket), and
+    /// until the client sends anything more (a pipelined request: not a close).
+    fn client_gone(shared: &Shared, exchange: &mut Exchange, cx: &mut Context<'_>) -> bool {
+        if exchange.sent_more {
+            return false;
+        }
+        if !exchange.body_done {
+            exchange.body_done = shared.reader().body_done();
+            if !exchange.body_done {
+                return false;
+            }
+        }
+        let mut probe = [0u8; 1];
+        let mut probe = ReadBuf::new(&mut probe);
+        match shared.stream.poll_peek(cx, &mut probe) {
+            Poll::Pending => false,
+            Poll::Ready(Ok(0)) | Poll::Ready(Err(_)) => true,
+            Poll::Ready(Ok(_)) => {
+                exchange.sent_more = true;
+                false
+            }
+        }
+    }
+
+    /// Writes the response as its body gives frames. Ready(true): the exchange ended and the
+    /// connection may carry another.
+    fn poll_write(&mut self, cx: &mut Context<'_>) -> Poll<Result<bool, BoxError>> {
+        let State::Writing {
+            body,
+            out,
+            framing,
+            remaining,
+            ended,
+            exchange,
+        } = &mut self.state
+        else {
+            unreachable!("only called while writing");
+        };
+        let mut body_pending = false;
+        loop {
+            if !*ended && !body_pending && out.takes_frame() {
+                match Pin::new(&mut *body).poll_frame(cx) {
+                    Poll::Ready(Some(Ok(frame))) => take(frame, out, *framing, remaining),
+                    Poll::Ready(None) => {
+                        *ended = true;
+                        match framing {
+                            Framing::Chunked => out.tail = LAST_CHUNK,
+                            Framing::Length(_) if *remaining > 0 => {
+                                tracing::debug!(
+                                    missing = *remaining,
+                                    "response body ended before its Content-Length"
+                                );
+                                exchange.keep_alive = false;
+                            }
+                            _ => {}
+                        }
+                    }
+                    // Ended without its last chunk, so the client sees it was cut.
+                    Poll::Ready(Some(Err(error))) => return Poll::Ready(Err(error.into())),
+                    Poll::Pending => body_pending = true,
+                }
+            }
+            if !out.is_empty() {
+                match out.write(&self.shared, cx) {
+                    Poll::Ready(Ok(())) => continue,
+                    Poll::Ready(Err(error)) => return Poll::Ready(Err(error.into())),
+                    Poll::Pending => {}
+                }
+            } else if *ended {
+                return Poll::Ready(Ok(exchange.keep_alive && !self.closing));
+            }
+            if Self::client_gone(&self.shared, exchange, cx) {
+                tracing::debug!("client closed the connection mid-response");
+                return Poll::Ready(Ok(false));
+            }
+            return Poll::Pending;
+        }
+    }
+}
+
+/// Frames one body frame into `out`; a `Content-Length` body's excess is dropped.
+fn take(frame: Frame<Bytes>, out: &mut Out, framing: Framing, remaining: &mut u64) {
+    let Ok(mut data) = frame.into_data() else {
+        // Trailers: the last chunk goes without them.
+        return;
+    };
+    if data.is_empty() {
+        return;
+    }
+    match framing {
+        Framing::Chunked => {
+            out.line = Some(ChunkLine::new(data.len()));
+            out.data = data;
+            out.tail = b"\r\n";
+        }
+        Framing::Length(_) => {
+            let owed = usize::try_from(*remaining).unwrap_or(usize::MAX);
+            if data.len() > owed {
+                tracing::debug!("response body longer than its Content-Length: cut");
+                data.truncate(owed);
+            }
+            *remaining -= data.len() as u64;
+            out.data = data;
+        }
+        Framing::Close => out.data = data,
+        Framing::Nothing => {}
+    }
+}
+
+impl<R: Respond> Future for Connection<R> {
+    type Output = Result<(), BoxError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.get_mut();
+        loop {
+            match &mut this.state {
+                State::Head => match ready!(this.poll_head(cx)) {
+                    Ok(true) => return Poll::Ready(Ok(())),
+                    Ok(false) => {}
+                    Err(error) => return Poll::Ready(Err(error.into())),
+                },
+                State::Waiting { response, exchange } => {
+                    let Poll::Ready(response) = response.as_mut().poll(cx) else {
+                        if Self::client_gone(&this.shared, exchange, cx) {
+                            tracing::debug!("client closed the connection before its response");
+                            return Poll::Ready(Ok(()));
+                        }
+                        return Poll::Pending;
+                    };
+                    let (mut head, body) = response.into_parts();
+                    let known = Known {
+                        empty: body.is_end_stream(),
+                        length: body.size_hint().exact(),
+                    };
+                    let keep_alive = exchange.keep_alive && !this.closing;
+                    let (bytes, framing, keep_alive) =
+                        response::encode_head(&mut head, &exchange.asked, known, keep_alive);
+                    this.shared.reader().answered();
+                    let State::Waiting { exchange, .. } =
+                        std::mem::replace(&mut this.state, State::Head)
+                    else {
+                        unreachable!()
+                    };
+                    let remaining = match framing {
+                        Framing::Length(n) => n,
+                        _ => 0,
+                    };
+                    this.state = State::Writing {
+                        body,
+                        out: Out {
+                            head: BytesMut::freeze(bytes),
+                            ..Out::default()
+                        },
+                        framing,
+                        remaining,
+                        // Nothing is sent, whatever the body holds.
+                        ended: matches!(framing, Framing::Nothing | Framing::Length(0)),
+                        exchange: Exchange {
+                            keep_alive,
+                            ..exchange
+                        },
+                    };
+                }
+                State::Writing { .. } => {
+                    let again = ready!(this.poll_write(cx))?;
+                    let mut reader = this.shared.reader();
+                    if !again || !reader.body_done() {
+                        return Poll::Ready(Ok(()));
+                    }
+                    reader.rest();
+                    drop(reader);
+                    this.state = State::Head;
+                    let deadline = tokio::time::Instant::now() + this.limits.head_timeout;
+                    this.timer = Some(Box::pin(tokio::time::sleep_until(deadline)));
+                }
+            }
+        }
+    }
+}
