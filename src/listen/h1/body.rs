@@ -3,8 +3,8 @@
 //! as slices of it, with no task or channel between the socket and the handler.
 //!
 //! The read buffer starts at [`READ_BUF_FIRST`] and doubles while reads fill it, up to
-//! [`READ_BUF_MAX`]; a connection whose request is read whole gives it back ([`Reader::rest`]),
-//! so a streaming response holds no read buffer at all.
+//! [`READ_BUF_MAX`]; once a request is read whole and its response starts, an empty buffer is
+//! given back ([`Reader::answered`]), so a streaming response holds no read buffer at all.
 
 use std::io;
 use std::pin::Pin;
@@ -112,9 +112,13 @@ impl Reader {
         }
     }
 
-    /// The response head is going out: a `100 Continue` not sent by now never is.
+    /// The response head is going out: a `100 Continue` not sent by now never is, and a
+    /// buffer with nothing left in it is given back while the response streams.
     pub fn answered(&mut self) {
         self.continue_left = 0;
+        if self.body_done() {
+            self.rest();
+        }
     }
 
     /// Whether the request body was read to its end (or there was none).
