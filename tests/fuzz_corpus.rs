@@ -4,6 +4,8 @@
 
 #[path = "../fuzz/checks.rs"]
 mod checks;
+#[path = "../fuzz/h1_request.rs"]
+mod h1_request;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
@@ -85,4 +87,17 @@ fn h1_corpus_and_regressions() {
         accepted.len()
     );
     eprintln!("{} inputs, {read} accepted", accepted.len());
+}
+
+#[test]
+fn h1_request_corpus_and_regressions() {
+    let read = replay("h1_request", h1_request::h1_request);
+    // The corpus must reach both sides: requests read, and requests refused or cut.
+    let accepted = read.iter().filter(|r| **r).count();
+    assert!(
+        accepted > 0 && accepted < read.len(),
+        "{accepted} of {} corpus inputs read",
+        read.len()
+    );
+    eprintln!("{} inputs, {accepted} read", read.len());
 }

@@ -2,8 +2,9 @@
 //! no client, however slow or silent, holds a connection or memory for long:
 //!
 //! - a request head within `[clients] head_timeout_ms` of the accept (the bytes that tell
-//!   HTTP/1 from HTTP/2 included), and, on HTTP/1, of the end of the previous response (hyper's
-//!   header read timeout);
+//!   HTTP/1 from HTTP/2 included), and, on HTTP/1, of the end of the previous response
+//!   ([`h1::conn`]); a request head at most `[proxy] max_header_bytes` long on the proxy
+//!   listener, [`MAX_HEAD_BYTES`] on the others;
 //! - a connection with no request in flight for `idle_timeout_ms` is closed gracefully (HTTP/2:
 //!   GOAWAY), and dropped if that does not finish in [`watched::CLOSE_GRACE`]; HTTP/2 peers are
 //!   pinged every `ping_interval_ms` and dropped when they do not answer;

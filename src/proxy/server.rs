@@ -1,5 +1,5 @@
-//! The listener: accepts connections (TCP_NODELAY), serves HTTP/1.1 and HTTP/2 (hyper-util's
-//! auto builder) and hands each request to [`Proxy::handle`]. It bounds what one process takes
+//! The listener: accepts connections (TCP_NODELAY), serves HTTP/1.1 and HTTP/2
+//! ([`crate::listen`]) and hands each request to [`Proxy::handle`]. It bounds what one process takes
 //! on: at most `max_connections` connections (more are answered 503 and closed), request heads
 //! up to `max_header_bytes`, and what every listener bounds ([`crate::listen`]: timeouts for
 //! heads, idle connections and HTTP/2 peers, concurrent HTTP/2 streams). On shutdown it stops

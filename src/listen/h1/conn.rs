@@ -1,8 +1,8 @@
 //! One client connection served as HTTP/1.1 by toolpulse itself: request heads read from the
 //! shared buffer ([`head`]), each handed to the responder with its body ([`body`]), the
-//! response's head written with one write and its body framed ([`response`]) as each frame
-//! comes, with no second buffer: a chunk's size line, its data and its CRLF go out in one
-//! vectored write. One exchange at a time; keep-alive as the request and response allow.
+//! response framed ([`response`]) and its head and body frames queued ([`out`]) and written
+//! together, vectored, with no second buffer: a chunk's size line, its data and its CRLF are
+//! slices of one write. One exchange at a time; keep-alive as the request and response allow.
 //!
 //! While a request waits for its response or the response streams, the socket is watched for
 //! the client's close (as hyper's server does, half-closes included): the response is then
@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
-use bytes::{Buf, Bytes, BytesMut};
+use bytes::{Buf, Bytes};
 use http::Request;
 use http_body::{Body, Frame};
 use tokio::io::ReadBuf;
@@ -23,6 +23,7 @@ use tokio::time::Sleep;
 
 use super::body::{RequestBody, Shared};
 use super::head::{self, Parsed};
+use super::out::{MAX_SLICES, Out};
 use super::response::{self, Asked, ChunkLine, Framing, Known};
 use crate::listen::ClientBody;
 use crate::listen::Respond;
@@ -79,73 +80,6 @@ struct Exchange {
     body_done: bool,
     /// The client sent more while this exchange ran: no more watching for its close.
     sent_more: bool,
-}
-
-/// Bytes framed and not yet written: a head, a chunk's size line, its data, a CRLF or the last
-/// chunk, in that order.
-#[derive(Default)]
-struct Out {
-    head: Bytes,
-    line: Option<ChunkLine>,
-    line_sent: usize,
-    data: Bytes,
-    tail: &'static [u8],
-}
-
-impl Out {
-    fn is_empty(&self) -> bool {
-        self.head.is_empty() && self.line.is_none() && self.data.is_empty() && self.tail.is_empty()
-    }
-
-    /// Whether a body frame may be taken: the last one is written, the head need not be.
-    fn takes_frame(&self) -> bool {
-        self.line.is_none() && self.data.is_empty() && self.tail.is_empty()
-    }
-
-    fn write(&mut self, shared: &Shared, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        while !self.is_empty() {
-            let line = self
-                .line
-                .as_ref()
-                .map_or(&[][..], |l| &l.as_bytes()[self.line_sent..]);
-            let parts = [&self.head[..], line, &self.data[..], self.tail];
-            let mut slices = [IoSlice::new(&[]); 4];
-            let mut n = 0;
-            for part in parts.into_iter().filter(|p| !p.is_empty()) {
-                slices[n] = IoSlice::new(part);
-                n += 1;
-            }
-            ready!(shared.stream.poll_write_ready(cx))?;
-            let written = match shared.stream.try_write_vectored(&slices[..n]) {
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
-                Err(e) => return Poll::Ready(Err(e)),
-                Ok(0) => return Poll::Ready(Err(io::ErrorKind::WriteZero.into())),
-                Ok(written) => written,
-            };
-            self.advance(written);
-        }
-        Poll::Ready(Ok(()))
-    }
-
-    fn advance(&mut self, mut n: usize) {
-        let head = n.min(self.head.len());
-        self.head.advance(head);
-        n -= head;
-        if let Some(line) = &self.line {
-            let left = line.as_bytes().len() - self.line_sent;
-            let taken = n.min(left);
-            self.line_sent += taken;
-            n -= taken;
-            if taken == left {
-                self.line = None;
-                self.line_sent = 0;
-            }
-        }
-        let data = n.min(self.data.len());
-        self.data.advance(data);
-        n -= data;
-        self.tail = &self.tail[n.min(self.tail.len())..];
-    }
 }
 
 impl<R: Respond> Connection<R> {
@@ -280,13 +214,13 @@ impl<R: Respond> Connection<R> {
         };
         let mut body_pending = false;
         loop {
-            if !*ended && !body_pending && out.takes_frame() {
+            while !*ended && !body_pending && out.has_room() {
                 match Pin::new(&mut *body).poll_frame(cx) {
                     Poll::Ready(Some(Ok(frame))) => take(frame, out, *framing, remaining),
                     Poll::Ready(None) => {
                         *ended = true;
                         match framing {
-                            Framing::Chunked => out.tail = LAST_CHUNK,
+                            Framing::Chunked => out.push(None, Bytes::new(), LAST_CHUNK),
                             Framing::Length(_) if *remaining > 0 => {
                                 tracing::debug!(
                                     missing = *remaining,
@@ -303,7 +237,7 @@ impl<R: Respond> Connection<R> {
                 }
             }
             if !out.is_empty() {
-                match out.write(&self.shared, cx) {
+                match write(&self.shared, out, cx) {
                     Poll::Ready(Ok(())) => continue,
                     Poll::Ready(Err(error)) => return Poll::Ready(Err(error.into())),
                     Poll::Pending => {}
@@ -320,6 +254,24 @@ impl<R: Respond> Connection<R> {
     }
 }
 
+/// Writes what `out` holds with one vectored write; ready once something was written.
+fn write(shared: &Shared, out: &mut Out, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+    loop {
+        ready!(shared.stream.poll_write_ready(cx))?;
+        let mut slices = [IoSlice::new(&[]); MAX_SLICES];
+        let n = out.slices(&mut slices);
+        match shared.stream.try_write_vectored(&slices[..n]) {
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+            Err(e) => return Poll::Ready(Err(e)),
+            Ok(0) => return Poll::Ready(Err(io::ErrorKind::WriteZero.into())),
+            Ok(written) => {
+                out.advance(written);
+                return Poll::Ready(Ok(()));
+            }
+        }
+    }
+}
+
 /// Frames one body frame into `out`; a `Content-Length` body's excess is dropped.
 fn take(frame: Frame<Bytes>, out: &mut Out, framing: Framing, remaining: &mut u64) {
     let Ok(mut data) = frame.into_data() else {
@@ -330,11 +282,7 @@ fn take(frame: Frame<Bytes>, out: &mut Out, framing: Framing, remaining: &mut u6
         return;
     }
     match framing {
-        Framing::Chunked => {
-            out.line = Some(ChunkLine::new(data.len()));
-            out.data = data;
-            out.tail = b"\r\n";
-        }
+        Framing::Chunked => out.push(Some(ChunkLine::new(data.len())), data, b"\r\n"),
         Framing::Length(_) => {
             let owed = usize::try_from(*remaining).unwrap_or(usize::MAX);
             if data.len() > owed {
@@ -342,9 +290,11 @@ fn take(frame: Frame<Bytes>, out: &mut Out, framing: Framing, remaining: &mut u6
                 data.truncate(owed);
             }
             *remaining -= data.len() as u64;
-            out.data = data;
+            if !data.is_empty() {
+                out.push(None, data, b"");
+            }
         }
-        Framing::Close => out.data = data,
+        Framing::Close => out.push(None, data, b""),
         Framing::Nothing => {}
     }
 }
@@ -389,10 +339,7 @@ impl<R: Respond> Future for Connection<R> {
                     };
                     this.state = State::Writing {
                         body,
-                        out: Out {
-                            head: BytesMut::freeze(bytes),
-                            ..Out::default()
-                        },
+                        out: Out::new(bytes.freeze()),
                         framing,
                         remaining,
                         // Nothing is sent, whatever the body holds.

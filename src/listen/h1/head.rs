@@ -11,7 +11,7 @@ use http::header::{CONTENT_LENGTH, EXPECT, TRANSFER_ENCODING};
 use http::{HeaderMap, Method, StatusCode, Uri, Version, request};
 
 use crate::proxy::upstream::h1::head::{
-    HeadError as UpstreamHeadError, content_length, final_coding_is_chunked, header_map, keep_alive,
+    MAX_CONTENT_LENGTH, decimal, final_coding_is_chunked, header_map, keep_alive,
 };
 
 /// More header fields than this are refused (431); hyper's default.
@@ -141,12 +141,6 @@ pub fn parse(buf: &[u8], max_bytes: usize) -> Result<Parsed, HeadError> {
 
 /// RFC 9112 §6.3 for a request: chunked, a length, or no body.
 fn framing(version: Version, headers: &HeaderMap) -> Result<Framing, HeadError> {
-    let length = || {
-        content_length(headers).map_err(|e| match e {
-            UpstreamHeadError::InvalidContentLength => HeadError::InvalidContentLength,
-            _ => HeadError::InvalidHeader,
-        })
-    };
     if headers.contains_key(TRANSFER_ENCODING) {
         if version == Version::HTTP_10 {
             return Err(HeadError::TransferEncodingOnHttp10);
@@ -158,9 +152,25 @@ fn framing(version: Version, headers: &HeaderMap) -> Result<Framing, HeadError> 
         return Ok(Framing::Chunked);
     }
     if headers.contains_key(CONTENT_LENGTH) {
-        return length().map(Framing::Length);
+        return content_length(headers).map(Framing::Length);
     }
     Ok(Framing::Length(0))
+}
+
+/// The one length every `Content-Length` field gives, each a plain decimal number: as hyper's
+/// server reads it, a list (`3, 3`) is refused, repeated equal fields are not.
+fn content_length(headers: &HeaderMap) -> Result<u64, HeadError> {
+    let mut length = None;
+    for value in headers.get_all(CONTENT_LENGTH) {
+        let n = value.to_str().ok().and_then(|text| decimal(text.trim()));
+        let n = n.filter(|n| *n <= MAX_CONTENT_LENGTH);
+        let n = n.ok_or(HeadError::InvalidContentLength)?;
+        if length.is_some_and(|l| l != n) {
+            return Err(HeadError::InvalidContentLength);
+        }
+        length = Some(n);
+    }
+    length.ok_or(HeadError::InvalidContentLength)
 }
 
 #[cfg(test)]
@@ -246,6 +256,10 @@ mod tests {
             ),
             (
                 "POST / HTTP/1.1\r\nContent-Length: +3\r\n\r\n",
+                HeadError::InvalidContentLength,
+            ),
+            (
+                "POST / HTTP/1.1\r\nContent-Length: 3, 3\r\n\r\n",
                 HeadError::InvalidContentLength,
             ),
         ] {

@@ -3,7 +3,8 @@
 //! held, and its dispatcher and body channel a good part of the CPU per event.
 //!
 //! - [`head`] parses a request head and decides how its body is framed (sans-IO);
-//! - [`response`] frames a response: its head, chunk size lines (sans-IO);
+//! - [`response`] frames a response: its head, chunk size lines (sans-IO); [`out`] queues its
+//!   bytes for vectored writes (sans-IO);
 //! - [`body`] is the request body, read from the connection's buffer as it is polled;
 //! - [`conn`] is the connection: one exchange at a time, keep-alive, the client's close
 //!   watched.
@@ -13,4 +14,5 @@
 pub mod body;
 pub mod conn;
 pub mod head;
+mod out;
 pub mod response;

@@ -209,7 +209,7 @@ pub(crate) fn content_length(headers: &HeaderMap) -> Result<u64, HeadError> {
 }
 
 /// Digits only: `u64::from_str` would take a `+` sign.
-fn decimal(text: &str) -> Option<u64> {
+pub(crate) fn decimal(text: &str) -> Option<u64> {
     if text.is_empty() {
         return None;
     }
