@@ -19,8 +19,12 @@ use crate::checks::chunks;
 /// The head limit both servers are given.
 const MAX_HEAD: usize = 16 * 1024;
 
-/// Where toolpulse's server refuses a request that hyper's accepts, on purpose (none yet).
-pub const STRICTER_THAN_HYPER: [Refusal; 0] = [];
+/// Where toolpulse's server refuses a request that hyper's accepts, on purpose:
+///
+/// - an invalid `Content-Length` beside `Transfer-Encoding: chunked`: the length is dropped
+///   either way, but hyper checks it only when it comes before `Transfer-Encoding`.
+pub const STRICTER_THAN_HYPER: [Refusal; 1] =
+    [Refusal::Head(HeadError::InvalidLengthBesideChunked)];
 
 /// A request as the server hands it to its handler.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -4,7 +4,7 @@
 #
 #   fuzz/run.sh [SECONDS]        fuzz each target for SECONDS
 #   fuzz/run.sh --seed           (re)seed fuzz/corpus/ from the fixtures, then exit
-#   TARGETS=rewriter fuzz/run.sh one target only (default: "parser rewriter h1")
+#   TARGETS=rewriter fuzz/run.sh one target only (default: "parser rewriter h1 h1_request")
 #
 # Needs nightly Rust and cargo-fuzz (`cargo install cargo-fuzz --locked`). Runs under
 # `nice -n 10`: the machines it runs on are shared.
@@ -44,7 +44,7 @@ fi
 
 seconds=${1:-600}
 toolchain=${TOOLCHAIN:-+nightly}
-targets=${TARGETS:-parser rewriter h1}
+targets=${TARGETS:-parser rewriter h1 h1_request}
 for target in $targets; do
   mkdir -p "corpus/$target" "regressions/$target"
   # --sanitizer none: the crate has no `unsafe`, and ASan costs most of the speed;

@@ -69,6 +69,8 @@ pub enum HeadError {
     NotChunked,
     #[error("the request's Content-Length is not one valid decimal number")]
     InvalidContentLength,
+    #[error("the chunked request's Content-Length is not one valid decimal number")]
+    InvalidLengthBesideChunked,
 }
 
 impl HeadError {
@@ -148,6 +150,11 @@ fn framing(version: Version, headers: &HeaderMap) -> Result<Framing, HeadError> 
         // A request body's length must be known (§6.3 rule 4): no reading to the close.
         if !final_coding_is_chunked(headers) {
             return Err(HeadError::NotChunked);
+        }
+        // The length is dropped, but one that is not a length is refused: hyper's server
+        // refuses it when it comes before Transfer-Encoding, toolpulse wherever it comes.
+        if headers.contains_key(CONTENT_LENGTH) && content_length(headers).is_err() {
+            return Err(HeadError::InvalidLengthBesideChunked);
         }
         return Ok(Framing::Chunked);
     }
@@ -261,6 +268,10 @@ mod tests {
             (
                 "POST / HTTP/1.1\r\nContent-Length: 3, 3\r\n\r\n",
                 HeadError::InvalidContentLength,
+            ),
+            (
+                "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\nContent-Length: x\r\n\r\n",
+                HeadError::InvalidLengthBesideChunked,
             ),
         ] {
             assert_eq!(refused(raw), error, "{raw:?}");
