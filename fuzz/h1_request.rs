@@ -22,9 +22,13 @@ const MAX_HEAD: usize = 16 * 1024;
 /// Where toolpulse's server refuses a request that hyper's accepts, on purpose:
 ///
 /// - an invalid `Content-Length` beside `Transfer-Encoding: chunked`: the length is dropped
-///   either way, but hyper checks it only when it comes before `Transfer-Encoding`.
-pub const STRICTER_THAN_HYPER: [Refusal; 1] =
-    [Refusal::Head(HeadError::InvalidLengthBesideChunked)];
+///   either way, but hyper checks it only when it comes before `Transfer-Encoding`;
+/// - a bare LF in the trailer section, which hyper takes as a line end (as in target `h1`,
+///   `checks::STRICTER_THAN_HYPER`): toolpulse wants CRLF everywhere in chunked framing.
+pub const STRICTER_THAN_HYPER: [Refusal; 2] = [
+    Refusal::Head(HeadError::InvalidLengthBesideChunked),
+    Refusal::Body(DecodeError::TrailerBareLf),
+];
 
 /// A request as the server hands it to its handler.
 #[derive(Debug, Clone, PartialEq, Eq)]
