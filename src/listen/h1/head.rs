@@ -122,6 +122,12 @@ pub fn parse(buf: &[u8], max_bytes: usize) -> Result<Parsed, HeadError> {
     if both {
         headers.remove(CONTENT_LENGTH);
     }
+    // Repeated equal lengths are one (as hyper keeps them): the gateway gets one field.
+    if let Framing::Length(n) = framing
+        && headers.get_all(CONTENT_LENGTH).iter().nth(1).is_some()
+    {
+        headers.insert(CONTENT_LENGTH, n.into());
+    }
     let keep_alive = !both && keep_alive(version, &headers);
     let expect_continue = version == Version::HTTP_11
         && headers
@@ -239,7 +245,10 @@ mod tests {
             Framing::Length(0)
         );
         let same = "POST / HTTP/1.1\r\nContent-Length: 3\r\nContent-Length: 3\r\n\r\n";
-        assert_eq!(complete(same).0.framing, Framing::Length(3));
+        let (head, _) = complete(same);
+        assert_eq!(head.framing, Framing::Length(3));
+        let lengths = head.parts.headers.get_all(CONTENT_LENGTH).iter().count();
+        assert_eq!(lengths, 1, "repeated equal lengths are one");
         let both = "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n";
         let (head, _) = complete(both);
         assert_eq!(head.framing, Framing::Chunked);
