@@ -2,8 +2,9 @@
 //! request body itself: decoded from the same buffer ([`decode`]) when the handler polls it,
 //! as slices of it, with no task or channel between the socket and the handler.
 //!
-//! The read buffer starts at [`READ_BUF_FIRST`] and doubles while reads fill it, up to
-//! [`READ_BUF_MAX`]; once a request is read whole and its response starts, an empty buffer is
+//! The read buffer is sized as the upstream's is (`proxy::upstream::h1::conn`: 2 KiB first,
+//! doubling while reads fill it, up to 64 KiB); once a request is read whole and its response
+//! starts, an empty buffer is
 //! given back ([`Reader::answered`]), so a streaming response holds no read buffer at all.
 
 use std::io;
@@ -16,13 +17,9 @@ use http_body::{Body, Frame, SizeHint};
 use tokio::net::TcpStream;
 
 use super::head::Framing;
+use crate::proxy::upstream::h1::conn::{READ_BUF_FIRST, next_read_size};
 use crate::proxy::upstream::h1::decode::{DecodeError, Decoder};
 use crate::proxy::upstream::h1::head::Framing as DecodeFraming;
-
-/// The read buffer's first size: most request heads, and many whole requests, fit.
-pub const READ_BUF_FIRST: usize = 2 * 1024;
-/// The most one read takes.
-pub const READ_BUF_MAX: usize = 64 * 1024;
 
 /// What an HTTP/1.1 client that sent `Expect: 100-continue` waits for.
 const CONTINUE: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n";
@@ -85,9 +82,7 @@ impl Reader {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
                 Err(e) => return Poll::Ready(Err(e)),
                 Ok(n) => {
-                    if n >= self.read_size {
-                        self.read_size = (self.read_size * 2).min(READ_BUF_MAX);
-                    }
+                    self.read_size = next_read_size(self.read_size, n);
                     return Poll::Ready(Ok(n));
                 }
             }
@@ -180,7 +175,7 @@ impl RequestBody {
     }
 
     fn poll_body(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<Bytes, BodyError>>> {
-        let shared = self.shared.clone();
+        let shared = &self.shared;
         let mut reader = shared.reader();
         let reader = &mut *reader;
         if let Err(error) = ready!(reader.poll_continue(&shared.stream, cx)) {

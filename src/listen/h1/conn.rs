@@ -327,11 +327,12 @@ impl<R: Respond> Future for Connection<R> {
                     let keep_alive = exchange.keep_alive && !this.closing;
                     let (bytes, framing, keep_alive) =
                         response::encode_head(&mut head, &exchange.asked, known, keep_alive);
+                    exchange.keep_alive = keep_alive;
                     this.shared.reader().answered();
                     let State::Waiting { exchange, .. } =
                         std::mem::replace(&mut this.state, State::Head)
                     else {
-                        unreachable!()
+                        unreachable!("in the Waiting arm")
                     };
                     let remaining = match framing {
                         Framing::Length(n) => n,
@@ -344,10 +345,7 @@ impl<R: Respond> Future for Connection<R> {
                         remaining,
                         // Nothing is sent, whatever the body holds.
                         ended: matches!(framing, Framing::Nothing | Framing::Length(0)),
-                        exchange: Exchange {
-                            keep_alive,
-                            ..exchange
-                        },
+                        exchange,
                     };
                 }
                 State::Writing { .. } => {

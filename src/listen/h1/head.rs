@@ -11,7 +11,7 @@ use http::header::{CONTENT_LENGTH, EXPECT, TRANSFER_ENCODING};
 use http::{HeaderMap, Method, StatusCode, Uri, Version, request};
 
 use crate::proxy::upstream::h1::head::{
-    MAX_CONTENT_LENGTH, decimal, final_coding_is_chunked, header_map, keep_alive,
+    content_length, final_coding_is_chunked, header_map, keep_alive,
 };
 
 /// More header fields than this are refused (431); hyper's default.
@@ -159,31 +159,18 @@ fn framing(version: Version, headers: &HeaderMap) -> Result<Framing, HeadError> 
         }
         // The length is dropped, but one that is not a length is refused: hyper's server
         // refuses it when it comes before Transfer-Encoding, toolpulse wherever it comes.
-        if headers.contains_key(CONTENT_LENGTH) && content_length(headers).is_err() {
+        if headers.contains_key(CONTENT_LENGTH) && content_length(headers, false).is_none() {
             return Err(HeadError::InvalidLengthBesideChunked);
         }
         return Ok(Framing::Chunked);
     }
     if headers.contains_key(CONTENT_LENGTH) {
-        return content_length(headers).map(Framing::Length);
+        // One value per field, as hyper's server reads it: a list (`3, 3`) is refused.
+        return content_length(headers, false)
+            .map(Framing::Length)
+            .ok_or(HeadError::InvalidContentLength);
     }
     Ok(Framing::Length(0))
-}
-
-/// The one length every `Content-Length` field gives, each a plain decimal number: as hyper's
-/// server reads it, a list (`3, 3`) is refused, repeated equal fields are not.
-fn content_length(headers: &HeaderMap) -> Result<u64, HeadError> {
-    let mut length = None;
-    for value in headers.get_all(CONTENT_LENGTH) {
-        let n = value.to_str().ok().and_then(|text| decimal(text.trim()));
-        let n = n.filter(|n| *n <= MAX_CONTENT_LENGTH);
-        let n = n.ok_or(HeadError::InvalidContentLength)?;
-        if length.is_some_and(|l| l != n) {
-            return Err(HeadError::InvalidContentLength);
-        }
-        length = Some(n);
-    }
-    length.ok_or(HeadError::InvalidContentLength)
 }
 
 #[cfg(test)]

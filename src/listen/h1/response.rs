@@ -55,7 +55,7 @@ pub fn encode_head(
         || head.status == StatusCode::NO_CONTENT
         || head.status == StatusCode::NOT_MODIFIED;
     let declared = headers.contains_key(header::CONTENT_LENGTH);
-    let declared = declared.then(|| content_length(headers).ok()).flatten();
+    let declared = declared.then(|| content_length(headers, true)).flatten();
     let framing = if no_body {
         Framing::Nothing
     } else if let Some(length) = declared {

@@ -113,7 +113,7 @@ impl Connection {
 /// The size of the next read after one of `read` bytes into `size`: doubled after a full read,
 /// halved after one that used less than half, within [`READ_BUF_MIN`] (once above it) and
 /// [`READ_BUF_MAX`].
-fn next_read_size(size: usize, read: usize) -> usize {
+pub(crate) fn next_read_size(size: usize, read: usize) -> usize {
     if read >= size {
         (size * 2).min(READ_BUF_MAX)
     } else if read < size / 2 && size > READ_BUF_MIN {

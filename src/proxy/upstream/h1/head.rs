@@ -168,7 +168,9 @@ fn framing(
         });
     }
     if headers.contains_key(CONTENT_LENGTH) {
-        return content_length(headers).map(Framing::Length);
+        return content_length(headers, true)
+            .map(Framing::Length)
+            .ok_or(HeadError::InvalidContentLength);
     }
     Ok(Framing::Eof)
 }
@@ -187,29 +189,29 @@ pub(crate) fn final_coding_is_chunked(headers: &HeaderMap) -> bool {
         .is_some_and(|coding| coding.trim().eq_ignore_ascii_case("chunked"))
 }
 
-/// The one length every `Content-Length` value (field or list element) gives; refused when
-/// they differ or one is not a plain decimal number.
-pub(crate) fn content_length(headers: &HeaderMap) -> Result<u64, HeadError> {
+/// The one length every `Content-Length` field gives (each a list of values where `lists`,
+/// as hyper's client reads them; else one value, as hyper's server does); `None` when they
+/// differ or one is not a plain decimal number.
+pub(crate) fn content_length(headers: &HeaderMap, lists: bool) -> Option<u64> {
     let mut length = None;
     for value in headers.get_all(CONTENT_LENGTH) {
-        let text = value
-            .to_str()
-            .map_err(|_| HeadError::InvalidContentLength)?;
+        let text = value.to_str().ok()?;
+        if !lists && text.contains(',') {
+            return None;
+        }
         for element in text.split(',') {
-            let n = decimal(element.trim()).ok_or(HeadError::InvalidContentLength)?;
+            let n = decimal(element.trim())?;
             if length.is_some_and(|l| l != n) {
-                return Err(HeadError::InvalidContentLength);
+                return None;
             }
             length = Some(n);
         }
     }
-    length
-        .filter(|&n| n <= MAX_CONTENT_LENGTH)
-        .ok_or(HeadError::InvalidContentLength)
+    length.filter(|&n| n <= MAX_CONTENT_LENGTH)
 }
 
 /// Digits only: `u64::from_str` would take a `+` sign.
-pub(crate) fn decimal(text: &str) -> Option<u64> {
+fn decimal(text: &str) -> Option<u64> {
     if text.is_empty() {
         return None;
     }
