@@ -281,19 +281,29 @@ async fn a_trickled_body_is_refused_at_the_body_timeout_and_never_reaches_the_up
         );
         writer.write_all(head.as_bytes()).await.expect("head");
         // One byte every 100 ms: each comes well within the timeout, the whole body never does.
+        // Returns when a write failed: the proxy closed the connection for good.
         let trickle = tokio::spawn(async move {
             for _ in 0..100 {
                 tokio::time::sleep(Duration::from_millis(100)).await;
                 if writer.write_all(b" ").await.is_err() {
-                    return;
+                    return Some(Instant::now());
                 }
             }
+            None
         });
         let mut answer = [0u8; 12];
         let got = tokio::time::timeout(PATIENCE, reader.read_exact(&mut answer)).await;
         got.expect("answered in time").expect("read");
         assert_eq!(&answer, b"HTTP/1.1 408", "{listener}");
-        trickle.abort();
+        let answered = Instant::now();
+        // Closed at once, not lingered on while the client trickles on (a lingering close
+        // would take the trickle until the idle timeout and its grace, 5.4 s here).
+        let failed = trickle.await.expect("trickle").expect("the proxy closed");
+        let took = failed - answered;
+        assert!(
+            took < Duration::from_secs(3),
+            "{listener}: closed after {took:?}"
+        );
         let line = format!(
             "toolpulse_request_bodies_refused_total{{listener=\"{listener}\",reason=\"timeout\"}} 1"
         );
@@ -639,4 +649,36 @@ async fn the_mcp_paths_can_require_the_token() {
         "never sent to the server"
     );
     assert!(gw.requests.try_recv().is_err(), "the others did not");
+}
+
+/// A client refused before it sent its whole body gets the refusal, not a reset: the
+/// connection lingers, reading and dropping what the client still sends, before it closes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_refused_while_still_sending_gets_the_answer_not_a_reset() {
+    let gw = Gateway::start(|_| json_gateway()).await;
+    let token = "a-progress-token-0123456789";
+    let l = start(config(&gw, &format!("[progress]\ntoken = \"{token}\"\n"))).await;
+    const BODY: usize = 4 << 20;
+    let stream = TcpStream::connect(l.mcp).await.expect("connect");
+    let (mut read, mut write) = stream.into_split();
+    let head = format!(
+        "POST /v1/progress HTTP/1.1\r\nhost: x\r\nauthorization: Bearer wrong\r\n\
+         content-type: application/json\r\ncontent-length: {BODY}\r\n\r\n"
+    );
+    let writer = tokio::spawn(async move {
+        write.write_all(head.as_bytes()).await.expect("head");
+        // Slower than the answer: the refusal is sent while this still writes.
+        for _ in 0..BODY / 65536 {
+            if write.write_all(&[b' '; 65536]).await.is_err() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    });
+    let mut seen = Vec::new();
+    let read = tokio::time::timeout(PATIENCE, read.read_to_end(&mut seen)).await;
+    let answer = String::from_utf8_lossy(&seen);
+    assert!(answer.starts_with("HTTP/1.1 401"), "{read:?}: {answer}");
+    read.expect("closed in time").expect("closed, not reset");
+    writer.await.expect("writer");
 }

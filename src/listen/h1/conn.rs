@@ -23,6 +23,7 @@ use tokio::time::Sleep;
 
 use super::body::{RequestBody, Shared};
 use super::head::{self, Parsed};
+use super::linger::Linger;
 use super::out::{MAX_SLICES, Out};
 use super::response::{self, Asked, ChunkLine, Framing, Known};
 use crate::listen::ClientBody;
@@ -70,6 +71,8 @@ enum State<R: Respond> {
         ended: bool,
         exchange: Exchange,
     },
+    /// Closing while the client may still be sending ([`super::linger`]).
+    Linger(Linger),
 }
 
 /// What one exchange's end depends on.
@@ -80,6 +83,8 @@ struct Exchange {
     body_done: bool,
     /// The client sent more while this exchange ran: no more watching for its close.
     sent_more: bool,
+    /// Answered 408: the client was too slow sending its request.
+    timed_out: bool,
 }
 
 impl<R: Respond> Connection<R> {
@@ -100,7 +105,7 @@ impl<R: Respond> Connection<R> {
         let this = self.get_mut();
         this.closing = true;
         match &mut this.state {
-            State::Head => {}
+            State::Head | State::Linger(_) => {}
             State::Waiting { exchange, .. } | State::Writing { exchange, .. } => {
                 exchange.keep_alive = false;
             }
@@ -108,7 +113,8 @@ impl<R: Respond> Connection<R> {
     }
 
     /// Reads until a whole head is in, then starts its exchange. Ready(true): the connection
-    /// is done (closed by the client, refused, timed out or asked to close).
+    /// is done (closed by the client, timed out or asked to close); Ready(false): the state
+    /// moved on (to the exchange, or to lingering after a refused head).
     fn poll_head(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<bool>> {
         let shared = self.shared.clone();
         let mut reader = shared.reader();
@@ -136,7 +142,7 @@ impl<R: Respond> Connection<R> {
                     tracing::debug!(%error, "request head refused");
                     // Best effort: the connection closes either way.
                     let _ = shared.stream.try_write(&response::refusal(error.status()));
-                    return Poll::Ready(Ok(true));
+                    return Poll::Ready(Ok(!self.linger()));
                 }
             }
             if let Some(timer) = &mut self.timer
@@ -149,6 +155,17 @@ impl<R: Respond> Connection<R> {
                 Ok(_) => {}
                 Err(error) => return Poll::Ready(Err(error)),
             }
+        }
+    }
+
+    /// Moves to lingering; false when the connection is gone already.
+    fn linger(&mut self) -> bool {
+        match Linger::start(&self.shared.stream) {
+            Some(linger) => {
+                self.state = State::Linger(linger);
+                true
+            }
+            None => false,
         }
     }
 
@@ -168,6 +185,7 @@ impl<R: Respond> Connection<R> {
             keep_alive: head.keep_alive && !self.closing,
             body_done: false,
             sent_more: false,
+            timed_out: false,
         };
         let response = Box::pin(self.respond.respond(Request::from_parts(parts, body)));
         self.state = State::Waiting { response, exchange };
@@ -328,6 +346,7 @@ impl<R: Respond> Future for Connection<R> {
                     let (bytes, framing, keep_alive) =
                         response::encode_head(&mut head, &exchange.asked, known, keep_alive);
                     exchange.keep_alive = keep_alive;
+                    exchange.timed_out = head.status == http::StatusCode::REQUEST_TIMEOUT;
                     this.shared.reader().answered();
                     let State::Waiting { exchange, .. } =
                         std::mem::replace(&mut this.state, State::Head)
@@ -348,10 +367,24 @@ impl<R: Respond> Future for Connection<R> {
                         exchange,
                     };
                 }
-                State::Writing { .. } => {
+                State::Linger(linger) => {
+                    ready!(linger.poll(&this.shared.stream, cx));
+                    return Poll::Ready(Ok(()));
+                }
+                State::Writing { exchange, .. } => {
+                    let timed_out = exchange.timed_out;
                     let again = ready!(this.poll_write(cx))?;
                     let mut reader = this.shared.reader();
-                    if !again || !reader.body_done() {
+                    if !reader.body_done() {
+                        // Answered before the body was read: the client may still send it.
+                        // Not lingered for when it was too slow to (as nginx after a 408).
+                        drop(reader);
+                        if !timed_out && this.linger() {
+                            continue;
+                        }
+                        return Poll::Ready(Ok(()));
+                    }
+                    if !again {
                         return Poll::Ready(Ok(()));
                     }
                     reader.rest();

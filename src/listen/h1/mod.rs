@@ -7,12 +7,13 @@
 //!   bytes for vectored writes (sans-IO);
 //! - [`body`] is the request body, read from the connection's buffer as it is polled;
 //! - [`conn`] is the connection: one exchange at a time, keep-alive, the client's close
-//!   watched.
+//!   watched; [`linger`] closes it without a reset while the client may still be sending.
 //!
 //! HTTP/2 stays on hyper ([`super::sniff`]).
 
 pub mod body;
 pub mod conn;
 pub mod head;
+mod linger;
 mod out;
 pub mod response;
