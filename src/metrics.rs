@@ -233,7 +233,8 @@ impl Metrics {
         r.register(
             "client_connections_closed",
             "Client connections toolpulse closed, by listener and reason (no_request: no \
-             request head within head_timeout_ms of the accept; idle: idle_timeout_ms)",
+             request head within head_timeout_ms of the accept or, on HTTP/1, of the previous \
+             response; idle: idle_timeout_ms)",
             m.client_connections_closed.clone(),
         );
         r.register(

@@ -156,6 +156,27 @@ async fn a_connection_that_sends_nothing_is_closed_at_the_head_timeout_on_every_
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kept_http1_connection_without_a_next_request_is_counted_when_closed() {
+    let gw = Gateway::start(|_| json_gateway()).await;
+    let l = start(config(&gw, "")).await;
+    for (addr, listener) in [(l.proxy, "proxy"), (l.mcp, "mcp"), (l.admin, "admin")] {
+        let mut kept = TcpStream::connect(addr).await.expect("connect");
+        kept.write_all(b"GET /healthz HTTP/1.1\r\nhost: x\r\n\r\n")
+            .await
+            .expect("head");
+        let mut answer = [0u8; 12];
+        kept.read_exact(&mut answer).await.expect("answered");
+        // No next request: closed at the head timeout, and counted.
+        let (_, took) = until_closed(&mut kept).await;
+        assert!(took < PATIENCE, "{listener}");
+        let line = format!(
+            "toolpulse_client_connections_closed_total{{listener=\"{listener}\",reason=\"no_request\"}} 1"
+        );
+        metric(&l.metrics, &line).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_http2_connection_idle_after_its_preface_gets_goaway_and_is_closed() {
     let gw = Gateway::start(|_| json_gateway()).await;
     let l = start(config(&gw, "")).await;

@@ -71,7 +71,8 @@ pub fn builder(limits: &ClientLimits, max_header_bytes: Option<usize>) -> Arc<Bu
 }
 
 /// Serves one connection with `handle` until it ends, the client goes, toolpulse closes it
-/// for idleness (the reason is returned) or `shutdown` drains it.
+/// for idleness or for want of a request head (the reason is returned) or `shutdown` drains
+/// it.
 pub async fn serve<H, F, B>(
     builders: &Builders,
     stream: TcpStream,
@@ -103,5 +104,6 @@ where
         limits.idle_timeout,
     );
     let result = (&mut watched).await;
-    (watched.closed(), result)
+    let between_requests = watched.conn().head_timed_out().then_some(Closed::NoRequest);
+    (watched.closed().or(between_requests), result)
 }

@@ -111,6 +111,12 @@ impl<'a, R: Respond + Sync> Connection<'a, R> {
         }
     }
 
+    /// Whether it closed because no next HTTP/1 request head came within the head timeout
+    /// (before the first, [`super::watched`] times it).
+    pub fn head_timed_out(&self) -> bool {
+        matches!(self, Connection::Http1(conn) if conn.head_timed_out())
+    }
+
     /// Closes it gracefully (HTTP/1 after its response, HTTP/2 with GOAWAY); at once before it
     /// is served (nothing was asked of it yet).
     pub fn graceful_shutdown(self: Pin<&mut Self>) {

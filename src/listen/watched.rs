@@ -22,7 +22,8 @@ pub const CLOSE_GRACE: Duration = Duration::from_secs(5);
 /// Why a watched connection was closed by toolpulse.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Closed {
-    /// No request head within the head timeout of the accept.
+    /// No request head within the head timeout of the accept (or, on HTTP/1, of the previous
+    /// response: the connection times that itself).
     NoRequest,
     /// No request in flight for the idle timeout.
     Idle,
@@ -115,6 +116,11 @@ impl<C> Watched<C> {
     /// Why toolpulse closed it, if it did (for the caller's metrics and log).
     pub fn closed(&self) -> Option<Closed> {
         self.closed
+    }
+
+    /// The connection watched.
+    pub fn conn(&self) -> &C {
+        &self.conn
     }
 
     fn close(&mut self) {

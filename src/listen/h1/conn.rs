@@ -54,6 +54,8 @@ pub struct Connection<R: Respond> {
     searched: usize,
     /// Asked to close: after the exchange in progress, or now if none is.
     closing: bool,
+    /// Closed because no next request head came within the head timeout.
+    head_timed_out: bool,
 }
 
 enum State<R: Respond> {
@@ -97,7 +99,13 @@ impl<R: Respond> Connection<R> {
             timer: None,
             searched: 0,
             closing: false,
+            head_timed_out: false,
         }
+    }
+
+    /// Whether it closed because no next request head came within the head timeout.
+    pub fn head_timed_out(&self) -> bool {
+        self.head_timed_out
     }
 
     /// Closes it after the exchange in progress, or at once when there is none.
@@ -148,6 +156,7 @@ impl<R: Respond> Connection<R> {
             if let Some(timer) = &mut self.timer
                 && timer.as_mut().poll(cx).is_ready()
             {
+                self.head_timed_out = true;
                 return Poll::Ready(Ok(true));
             }
             match ready!(reader.poll_fill(&shared.stream, cx)) {
