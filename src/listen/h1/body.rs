@@ -4,8 +4,8 @@
 //!
 //! The read buffer is sized as the upstream's is (`proxy::upstream::h1::conn`: 2 KiB first,
 //! doubling while reads fill it, up to 64 KiB); once a request is read whole and its response
-//! starts, an empty buffer is
-//! given back ([`Reader::answered`]), so a streaming response holds no read buffer at all.
+//! starts, an empty buffer is given back ([`Reader::answered`]), so a streaming response holds
+//! no read buffer at all.
 
 use std::io;
 use std::pin::Pin;

@@ -86,7 +86,7 @@ struct Exchange {
     /// The client sent more while this exchange ran: no more watching for its close.
     sent_more: bool,
     /// Answered 408: the client was too slow sending its request.
-    timed_out: bool,
+    too_slow: bool,
 }
 
 impl<R: Respond> Connection<R> {
@@ -194,7 +194,7 @@ impl<R: Respond> Connection<R> {
             keep_alive: head.keep_alive && !self.closing,
             body_done: false,
             sent_more: false,
-            timed_out: false,
+            too_slow: false,
         };
         let response = Box::pin(self.respond.respond(Request::from_parts(parts, body)));
         self.state = State::Waiting { response, exchange };
@@ -355,7 +355,7 @@ impl<R: Respond> Future for Connection<R> {
                     let (bytes, framing, keep_alive) =
                         response::encode_head(&mut head, &exchange.asked, known, keep_alive);
                     exchange.keep_alive = keep_alive;
-                    exchange.timed_out = head.status == http::StatusCode::REQUEST_TIMEOUT;
+                    exchange.too_slow = head.status == http::StatusCode::REQUEST_TIMEOUT;
                     this.shared.reader().answered();
                     let State::Waiting { exchange, .. } =
                         std::mem::replace(&mut this.state, State::Head)
@@ -381,14 +381,14 @@ impl<R: Respond> Future for Connection<R> {
                     return Poll::Ready(Ok(()));
                 }
                 State::Writing { exchange, .. } => {
-                    let timed_out = exchange.timed_out;
+                    let too_slow = exchange.too_slow;
                     let again = ready!(this.poll_write(cx))?;
                     let mut reader = this.shared.reader();
                     if !reader.body_done() {
                         // Answered before the body was read: the client may still send it.
                         // Not lingered for when it was too slow to (as nginx after a 408).
                         drop(reader);
-                        if !timed_out && this.linger() {
+                        if !too_slow && this.linger() {
                             continue;
                         }
                         return Poll::Ready(Ok(()));
