@@ -1,0 +1,1 @@
+//! Request bodies: what a client can hold of the shared body budget.

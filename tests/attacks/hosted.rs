@@ -1,0 +1,1 @@
+//! The next turn: bounded mapped bodies, pairs bound to their caller, ids that cannot be mapped.

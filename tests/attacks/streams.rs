@@ -1,0 +1,1 @@
+//! A hostile gateway: what one stream may hold across its open calls.
