@@ -31,23 +31,52 @@ const HUGE_EVENT_BYTES: usize = 100 << 20;
 /// A line that never ends (no line break until the upstream closes), twice `max_event_bytes`.
 const ENDLESS_LINE_BYTES: usize = 32 << 20;
 
+/// One 64 KiB piece of the `/endless-line` body: `data: `, NULs and invalid UTF-8, no line
+/// break.
+fn endless_piece() -> Vec<u8> {
+    b"data: \x00\xff\xfe{\"type\":"
+        .iter()
+        .copied()
+        .cycle()
+        .take(64 << 10)
+        .collect()
+}
+
 /// The `/endless-line` upstream body: a tool round's opening, then `data: ` and
 /// [`ENDLESS_LINE_BYTES`] of bytes with NULs and invalid UTF-8 in them, and no line break.
-fn endless_line_input() -> Vec<Vec<u8>> {
+fn endless_line_input() -> Vec<u8> {
     let web_search = blocks(&fixture("web_search.sse"));
     let output_at = web_search
         .iter()
         .position(|b| String::from_utf8_lossy(b).contains("function_call_output"))
         .expect("an output");
-    let mut chunks = web_search[..output_at].to_vec();
-    let piece: Vec<u8> = b"data: \x00\xff\xfe{\"type\":"
+    let mut input = web_search[..output_at].concat();
+    for _ in 0..ENDLESS_LINE_BYTES >> 16 {
+        input.extend_from_slice(&endless_piece());
+    }
+    input
+}
+
+/// [`endless_line_input`] as the gateway sends it. The long part is written as one piece over and over ([`Action::Flood`]), so the gateway
+/// builds nothing large before its response head: a loaded machine cannot push the head past
+/// the proxy's header timeout.
+fn endless_line_actions() -> Vec<Action> {
+    let web_search = blocks(&fixture("web_search.sse"));
+    let output_at = web_search
         .iter()
-        .copied()
-        .cycle()
-        .take(64 << 10)
+        .position(|b| String::from_utf8_lossy(b).contains("function_call_output"))
+        .expect("an output");
+    let mut actions: Vec<Action> = web_search[..output_at]
+        .iter()
+        .cloned()
+        .map(Action::Chunk)
         .collect();
-    chunks.extend(std::iter::repeat_n(piece, ENDLESS_LINE_BYTES >> 16));
-    chunks
+    actions.push(Action::Flood {
+        chunk: chunked(&endless_piece()),
+        times: ENDLESS_LINE_BYTES >> 16,
+        written: Arc::default(),
+    });
+    actions
 }
 
 fn fixture(name: &str) -> Vec<u8> {
@@ -56,12 +85,35 @@ fn fixture(name: &str) -> Vec<u8> {
 
 /// A text delta event of about `size` bytes.
 fn text_event(size: usize) -> Vec<u8> {
-    let delta = "x".repeat(size.saturating_sub(120));
-    format!(
-        "event: response.output_text.delta\ndata: {{\"type\":\"response.output_text.delta\",\
-         \"sequence_number\":3,\"item_id\":\"msg_1\",\"delta\":\"{delta}\"}}\n\n"
-    )
-    .into_bytes()
+    let (head, filler, tail) = text_event_parts(size);
+    let mut event = head;
+    event.resize(event.len() + filler, b'x');
+    event.extend_from_slice(&tail);
+    event
+}
+
+/// [`text_event`] as its start, the count of `x`s of its delta, and its end.
+fn text_event_parts(size: usize) -> (Vec<u8>, usize, Vec<u8>) {
+    let head = "event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\
+                \"sequence_number\":3,\"item_id\":\"msg_1\",\"delta\":\"";
+    (head.into(), size.saturating_sub(120), b"\"}\n\n".to_vec())
+}
+
+/// The actions that send [`text_event`] as chunks of at most 64 KiB, its delta's `x`s as one
+/// piece written over and over, so nothing of its size is built before it is sent.
+fn text_event_actions(size: usize) -> Vec<Action> {
+    const PIECE: usize = 64 << 10;
+    let (head, filler, mut tail) = text_event_parts(size);
+    tail.splice(0..0, std::iter::repeat_n(b'x', filler % PIECE));
+    vec![
+        Action::Chunk(head),
+        Action::Flood {
+            chunk: chunked(&[b'x'; PIECE]),
+            times: filler / PIECE,
+            written: Arc::default(),
+        },
+        Action::Chunk(tail),
+    ]
 }
 
 fn chunked(bytes: &[u8]) -> Vec<u8> {
@@ -147,17 +199,13 @@ fn reply(request: &Recorded, flood_written: &Arc<AtomicU64>) -> Reply {
                 .cloned()
                 .map(Action::Chunk)
                 .collect();
-            let huge = text_event(HUGE_EVENT_BYTES);
-            actions.extend(huge.chunks(64 << 10).map(|c| Action::Chunk(c.to_vec())));
+            actions.extend(text_event_actions(HUGE_EVENT_BYTES));
             actions.extend(web_search[output_at..].iter().cloned().map(Action::Chunk));
             actions.push(Action::End);
             head(SSE_HEAD_CLOSE, actions)
         }
         "/endless-line" => {
-            let mut actions: Vec<Action> = endless_line_input()
-                .into_iter()
-                .map(Action::Chunk)
-                .collect();
+            let mut actions = endless_line_actions();
             actions.push(Action::End);
             head(SSE_HEAD_CLOSE, actions)
         }
@@ -393,7 +441,7 @@ async fn broken_peers_end_cleanly_are_counted_and_release_everything() {
         .fault("a never-ending line", series, async {
             let (status, out) = post_status(bench.url("/endless-line")).await;
             assert_eq!(status, 200);
-            let input = endless_line_input().concat();
+            let input = endless_line_input();
             let max = toolpulse::Config::default().limits.max_event_bytes;
             invariants::check(&input, &out, max).expect("the invariants hold");
             assert!(
