@@ -35,10 +35,6 @@ use matching::{Found, Rule, expire, find, remember_closed, was_closed};
 pub const MAX_BINDINGS: usize = 4096;
 /// Closed calls remembered, to tell a late report from an unmatched one.
 pub const MAX_RECENTLY_CLOSED: usize = 256;
-/// Longer arguments are not kept for matching: the call is matched by its trace only, as one
-/// whose arguments are not JSON. Parsed, JSON can take ten times its text (a `serde_json::Value`
-/// per number), held for every open and lately closed call; the tracker already holds the text.
-pub const MAX_MATCHED_ARGUMENTS_BYTES: usize = 16 * 1024;
 
 #[derive(Debug, Clone)]
 struct OpenCall {
@@ -422,9 +418,7 @@ impl StreamHandle {
         let call = OpenCall {
             call_id: call_id.to_string(),
             name: name.to_string(),
-            arguments: (arguments.len() <= MAX_MATCHED_ARGUMENTS_BYTES)
-                .then(|| serde_json::from_str(arguments).ok())
-                .flatten(),
+            arguments: serde_json::from_str(arguments).ok(),
         };
         self.hub.open(self.id, call, Instant::now());
     }

@@ -59,7 +59,7 @@ impl Shell {
         let Some(at) = self.at else {
             return self.text.clone();
         };
-        let quoted = serde_json::Value::from(arguments).to_string();
+        let quoted = serde_json::to_string(arguments).expect("a string serializes");
         [&self.text[..at], &quoted, &self.text[at..]].concat()
     }
 

@@ -254,22 +254,3 @@ fn an_observer_hears_of_every_open_and_close() {
         ]
     );
 }
-
-/// A call's arguments over [`MAX_MATCHED_ARGUMENTS_BYTES`] are not kept parsed (a stream's
-/// calls may hold megabytes of them): such a call is matched as one whose arguments are not
-/// JSON, by its trace only.
-#[test]
-fn long_arguments_are_not_kept_for_matching() {
-    let hub = LocalHub::new(Duration::from_secs(5));
-    let trace = TraceId([7; 16]);
-    let stream = hub.stream(Some(trace));
-    let long = json!({"q": "a".repeat(MAX_MATCHED_ARGUMENTS_BYTES)});
-    stream.call_running("c1", "search", &long.to_string());
-    let state = hub.state.lock().expect("lock");
-    let calls = &state.streams.values().next().expect("the stream").calls;
-    assert_eq!(calls[0].arguments, None);
-    drop(state);
-    let traced = hub.bind(mcp("search", long.clone(), Some(trace)));
-    assert_eq!(hub.progress(traced, report(1.0)), Delivery::Delivered);
-    assert_eq!(taken(&stream), vec![("c1".into(), 1.0)]);
-}
