@@ -101,6 +101,12 @@ pub struct Metrics {
     pub hosted_pairs_stored: Counter,
     /// Upstream events that broke a stream rule toolpulse had to work around, by rule.
     pub upstream_violations: Family<Rule, Counter>,
+    /// Tool calls left as the upstream sent them for a per-stream limit, by reason
+    /// (open_calls, name_bytes, id_bytes, held_bytes).
+    pub tool_calls_untracked: Family<Reason, Counter>,
+    /// Tool calls shown without their arguments: over 1 MiB, or past the stream's
+    /// `[limits] max_open_call_bytes`.
+    pub tool_call_arguments_dropped: Counter,
     /// Request bodies not forwarded, by listener and reason (timeout, budget, unreadable).
     pub request_bodies_refused: Family<ListenerReason, Counter>,
     /// Client connections toolpulse closed, by listener and reason (no_request, idle).
@@ -116,6 +122,11 @@ pub struct Metrics {
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ListenerReason {
     pub listener: &'static str,
+    pub reason: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct Reason {
     pub reason: &'static str,
 }
 
@@ -158,6 +169,8 @@ impl Metrics {
             hosted_mappings: Family::default(),
             hosted_pairs_stored: Counter::default(),
             upstream_violations: Family::default(),
+            tool_calls_untracked: Family::default(),
+            tool_call_arguments_dropped: Counter::default(),
             request_bodies_refused: Family::default(),
             client_connections_closed: Family::default(),
             admin_connections_rejected: Counter::default(),
@@ -309,6 +322,20 @@ impl Metrics {
             "upstream_violations",
             "Upstream events that broke a stream rule toolpulse worked around, by rule",
             m.upstream_violations.clone(),
+        );
+        r.register(
+            "tool_calls_untracked",
+            "Tool calls forwarded as the upstream sent them, without lifecycle events, for a \
+             per-stream limit, by reason (open_calls: [limits] max_open_calls; name_bytes: a \
+             name over 256 bytes; id_bytes: a call id or item id over 256 bytes; held_bytes: \
+             [limits] max_open_call_bytes)",
+            m.tool_calls_untracked.clone(),
+        );
+        r.register(
+            "tool_call_arguments_dropped",
+            "Tool calls shown without their arguments: over 1 MiB, or past the stream's \
+             [limits] max_open_call_bytes",
+            m.tool_call_arguments_dropped.clone(),
         );
         m
     }

@@ -35,6 +35,12 @@ pub const DEFAULT_MAX_EVENT_BYTES: usize = 16 * 1024 * 1024;
 pub const MIN_MAX_EVENT_BYTES: usize = 1024;
 pub const MAX_MAX_EVENT_BYTES: usize = 1 << 30;
 pub const DEFAULT_MAX_OPEN_CALLS: usize = 256;
+/// What one stream's open calls may hold together (names, ids, arguments): eight calls with
+/// arguments at their 1 MiB cap, thousands of ordinary ones.
+pub const DEFAULT_MAX_OPEN_CALL_BYTES: usize = 8 * 1024 * 1024;
+/// Below this one ordinary call would not fit (a name and two ids at their caps, and some
+/// arguments).
+pub const MIN_MAX_OPEN_CALL_BYTES: usize = 4096;
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
 pub const DEFAULT_CONNECT_TIMEOUT_MS: u64 = 5_000;
 /// Generous: a non-streaming request may legitimately take minutes before its headers.
@@ -137,6 +143,7 @@ const QUOTABLE_KEYS: &[&str] = &[
     "interval_ms",
     "max_event_bytes",
     "max_open_calls",
+    "max_open_call_bytes",
     "listen",
     "upstream_ca",
     "preserve_host",
@@ -428,6 +435,9 @@ pub struct Limits {
     pub max_event_bytes: usize,
     /// Tool calls tracked at once per stream; calls beyond it are forwarded without events.
     pub max_open_calls: usize,
+    /// What one stream's open calls may hold together (names, ids, arguments); a call past it
+    /// is forwarded without events, one already shown loses its arguments.
+    pub max_open_call_bytes: usize,
 }
 
 impl Default for Config {
@@ -439,6 +449,7 @@ impl Default for Config {
             limits: Limits {
                 max_event_bytes: DEFAULT_MAX_EVENT_BYTES,
                 max_open_calls: DEFAULT_MAX_OPEN_CALLS,
+                max_open_call_bytes: DEFAULT_MAX_OPEN_CALL_BYTES,
             },
             proxy: ProxyConfig::default(),
             admin: AdminConfig::default(),
@@ -592,6 +603,15 @@ impl Config {
                 message,
             ));
         }
+        let max_open_call_bytes = raw.limits.max_open_call_bytes;
+        if *max_open_call_bytes.get_ref() < MIN_MAX_OPEN_CALL_BYTES {
+            let message = format!("must be at least {MIN_MAX_OPEN_CALL_BYTES}");
+            return Err(invalid(
+                "limits.max_open_call_bytes".into(),
+                max_open_call_bytes.span(),
+                message,
+            ));
+        }
 
         let raw_proxy = raw.proxy;
         let listen = raw_proxy.listen.get_ref().parse().map_err(|e| {
@@ -657,6 +677,7 @@ impl Config {
             limits: Limits {
                 max_event_bytes: max_event_bytes.into_inner(),
                 max_open_calls: max_open_calls.into_inner(),
+                max_open_call_bytes: max_open_call_bytes.into_inner(),
             },
         })
     }
@@ -689,10 +710,12 @@ impl Config {
         let Limits {
             max_event_bytes,
             max_open_calls,
+            max_open_call_bytes,
         } = self.limits;
         let _ = writeln!(
             s,
-            "limits: max_event_bytes = {max_event_bytes}, max_open_calls = {max_open_calls}"
+            "limits: max_event_bytes = {max_event_bytes}, max_open_calls = {max_open_calls}, \
+             max_open_call_bytes = {max_open_call_bytes}"
         );
         let proxy = &self.proxy;
         let upstream = proxy

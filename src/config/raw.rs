@@ -159,6 +159,7 @@ impl Default for RawHeartbeat {
 pub(super) struct RawLimits {
     pub(super) max_event_bytes: Spanned<usize>,
     pub(super) max_open_calls: Spanned<usize>,
+    pub(super) max_open_call_bytes: Spanned<usize>,
 }
 
 impl Default for RawLimits {
@@ -166,6 +167,7 @@ impl Default for RawLimits {
         RawLimits {
             max_event_bytes: Spanned::new(0..0, DEFAULT_MAX_EVENT_BYTES),
             max_open_calls: Spanned::new(0..0, DEFAULT_MAX_OPEN_CALLS),
+            max_open_call_bytes: Spanned::new(0..0, DEFAULT_MAX_OPEN_CALL_BYTES),
         }
     }
 }

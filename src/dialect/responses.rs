@@ -424,6 +424,14 @@ pub fn listed_items<'a>(data: &'a [u8]) -> Option<Listing<'a>> {
     })
 }
 
+/// Where an item's `arguments` string lies in its JSON (quotes included); `None` when it has
+/// none (or `null`), or it is not a string, or the item cannot be read.
+pub fn arguments_span(item: &str) -> Option<Range<usize>> {
+    let raw = ItemFields::read(item).ok()?.arguments?.get();
+    let start = offset_in(item, raw);
+    raw.starts_with('"').then_some(start..start + raw.len())
+}
+
 /// What an output item means for tool calls; nothing when it is not an object or a member that
 /// matters has the wrong type.
 fn item_signal<'a>(

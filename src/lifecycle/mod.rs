@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use serde::Deserialize;
 
 pub use classify::{Classifier, FailureRules, OutputFacts};
-pub use track::{Deltas, NativeItem, Signal, Tracker};
+pub use track::{Deltas, NativeItem, Signal, Tracker, Untracked};
 
 /// What kind of tool a call is, decided by its name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
@@ -52,8 +52,10 @@ pub struct Call {
     pub kind: Kind,
     /// The `[[tools]]` rule of the config that classified the call (for its templates), if any.
     pub rule: Option<usize>,
-    /// The arguments as streamed so far, or final once the call item is done; at most
-    /// [`MAX_ARGUMENTS_BYTES`] (longer arguments are cut and `arguments_truncated` is set).
+    /// The arguments as streamed so far, or final once the call item is done: the one copy a
+    /// stream holds. At most [`MAX_ARGUMENTS_BYTES`], and within the stream's
+    /// `max_open_call_bytes`: past either they are dropped (empty) and `arguments_truncated`
+    /// is set.
     pub arguments: String,
     pub arguments_truncated: bool,
     pub added_at: Instant,

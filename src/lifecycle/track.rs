@@ -3,15 +3,28 @@
 //!
 //! Invariant: every call that reports `Started` reports exactly one `Finished` — on its output,
 //! at the stream's terminal event, or at [`Tracker::finish`] (EOF) — and none after that.
-//! Memory is bounded: at most `max_open_calls` calls are tracked; later ones are left alone.
+//!
+//! Memory is bounded whatever the upstream sends: at most `max_open_calls` calls are tracked,
+//! none whose name is over [`MAX_NAME_BYTES`] or whose call id or item id is over
+//! [`MAX_ID_BYTES`], and the open calls hold at most `max_held_bytes` together (their names, ids
+//! and arguments, counted at their allocated size: [`Tracker::held_bytes`]). A call past any of
+//! these is left alone (its events pass as the upstream sent them) and counted in
+//! [`Untracked`]; a call already shown whose arguments would pass the budget (or
+//! [`MAX_ARGUMENTS_BYTES`]) is followed on without them. The arguments are held once, here:
+//! what else follows a call (the hosted items' kept pairs) keeps only what is not arguments.
 
 use std::borrow::Cow;
+use std::collections::HashSet;
 use std::time::Instant;
 
 use super::{
     Call, Classifier, Failure, FailureRules, Kind, MAX_ARGUMENTS_BYTES, Outcome, OutputFacts,
     Phase, ToolOutput, Transition,
 };
+
+mod held;
+use held::{Hasher, Limit};
+pub use held::{MAX_ID_BYTES, MAX_LEFT_ALONE, MAX_NAME_BYTES, Untracked, held_by};
 
 /// A `function_call` item as the upstream described it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -88,9 +101,16 @@ pub enum Deltas {
 pub struct Tracker {
     open: Vec<Call>,
     max_open_calls: usize,
+    /// What the open calls may hold together ([`held_by`]).
+    max_held_bytes: usize,
+    /// What they hold: the sum of [`held_by`] over `open`, kept as they change.
+    held_bytes: usize,
     deltas: Deltas,
-    /// Calls not tracked because `max_open_calls` were already open.
-    pub untracked_calls: u64,
+    /// Calls not tracked for a limit, and calls followed without their arguments.
+    pub untracked: Untracked,
+    /// The hashes of the call ids left alone, so that a call is counted once however many
+    /// events it has; at most [`MAX_LEFT_ALONE`] (later ones are counted at each event).
+    left_alone: HashSet<u64, Hasher>,
     /// Calls started at their done, never added (rule `call_done_not_added`).
     pub done_not_added: u64,
     /// Calls not tracked because a call with their item id was open (`call_item_id_repeated`).
@@ -102,13 +122,28 @@ impl Tracker {
         Tracker {
             open: Vec::new(),
             max_open_calls,
+            max_held_bytes: usize::MAX,
+            held_bytes: 0,
             deltas: Deltas::WithArguments {
                 max_bytes: MAX_ARGUMENTS_BYTES,
             },
-            untracked_calls: 0,
+            untracked: Untracked::default(),
+            left_alone: HashSet::default(),
             done_not_added: 0,
             item_id_repeated: 0,
         }
+    }
+
+    /// Bounds what the open calls hold together (`[limits] max_open_call_bytes`; the default
+    /// is no bound).
+    pub fn with_max_held_bytes(mut self, max_held_bytes: usize) -> Self {
+        self.max_held_bytes = max_held_bytes;
+        self
+    }
+
+    /// What the open calls hold now ([`held_by`] summed): at most `max_held_bytes`.
+    pub fn held_bytes(&self) -> usize {
+        self.held_bytes
     }
 
     /// Sets what argument deltas report (the default carries everything).
@@ -133,42 +168,43 @@ impl Tracker {
     ) {
         match signal {
             Signal::CallAdded(item) => {
-                self.start(item, now, classifier, out);
+                self.start(item, 0, now, classifier, out);
             }
             Signal::ArgumentsDelta { item_id, delta } => {
-                let call = self.open.iter_mut().find(|c| c.item_id == item_id);
-                if let Some(call) = call
-                    && call.running_since.is_none()
-                    && append_capped(call, &delta)
+                let i = self.open.iter().position(|c| c.item_id == item_id);
+                if let Some(i) = i
+                    && self.open[i].running_since.is_none()
+                    && self.append(i, &delta)
                     && self.deltas != Deltas::Off
                 {
                     out.push(Transition {
-                        call: delta_view(call, self.deltas),
+                        call: delta_view(&mut self.open[i], self.deltas),
                         phase: Phase::ArgumentsDelta {
                             chunk: delta.into_owned(),
                         },
                     });
                 }
             }
-            Signal::CallDone(item) => {
-                let arguments = item.arguments.clone();
+            Signal::CallDone(mut item) => {
+                let arguments = item.arguments.take();
                 let index = match self.position(&item.call_id) {
                     Some(i) => Some(i),
-                    // The added event was missed (e.g. it was oversize): start the call now.
+                    // The added event was missed (e.g. it was oversize): start the call now,
+                    // if its arguments fit too.
                     None => {
-                        let started = self.start(item, now, classifier, out);
+                        let length = arguments.as_deref().map_or(0, str::len);
+                        let started = self.start(item, length, now, classifier, out);
                         self.done_not_added += u64::from(started.is_some());
                         started
                     }
                 };
-                if let Some(call) = index.map(|i| &mut self.open[i])
-                    && call.running_since.is_none()
+                if let Some(i) = index
+                    && self.open[i].running_since.is_none()
                 {
                     if let Some(arguments) = arguments {
-                        call.arguments.clear();
-                        call.arguments_truncated = false;
-                        append_capped(call, &arguments);
+                        self.set_arguments(i, arguments);
                     }
+                    let call = &mut self.open[i];
                     call.running_since = Some(now);
                     out.push(Transition {
                         call: call.clone(),
@@ -178,7 +214,7 @@ impl Tracker {
             }
             Signal::Output { call_id, facts } => {
                 if let Some(i) = self.position(&call_id) {
-                    let call = self.open.remove(i);
+                    let call = self.remove(i);
                     let outcome = failure.judge(&facts);
                     let output = ToolOutput {
                         text: facts.texts.join("\n"),
@@ -194,6 +230,7 @@ impl Tracker {
 
     /// Closes every open call as failed for lack of output (the stream ended).
     pub fn finish(&mut self, now: Instant, out: &mut Vec<Transition>) {
+        self.held_bytes = 0;
         for call in self.open.drain(..) {
             out.push(finished(
                 call,
@@ -242,9 +279,12 @@ impl Tracker {
         self.open.iter().position(|c| c.call_id == call_id)
     }
 
+    /// Starts tracking `item`, whose arguments will take `arguments_bytes`, unless a limit
+    /// leaves it alone.
     fn start(
         &mut self,
         item: CallItem<'_>,
+        arguments_bytes: usize,
         now: Instant,
         classifier: &Classifier,
         out: &mut Vec<Transition>,
@@ -259,13 +299,23 @@ impl Tracker {
             self.item_id_repeated += 1;
             return None;
         }
+        // Before the name is matched against every rule: a megabyte name costs nothing more.
+        if item.name.len() > MAX_NAME_BYTES {
+            return self.leave(&item.call_id, Limit::NameBytes);
+        }
+        if item.call_id.len() > MAX_ID_BYTES || item_id.len() > MAX_ID_BYTES {
+            return self.leave(&item.call_id, Limit::IdBytes);
+        }
         let (kind, rule) = classifier.classify_rule(&item.name);
         if kind == Kind::Ignore {
             return None;
         }
         if self.open.len() >= self.max_open_calls {
-            self.untracked_calls += 1;
-            return None;
+            return self.leave(&item.call_id, Limit::OpenCalls);
+        }
+        let strings = item.name.len() + item.call_id.len() + item_id.len();
+        if strings + arguments_bytes > self.room() {
+            return self.leave(&item.call_id, Limit::HeldBytes);
         }
         let call = Call {
             item_id: item
@@ -291,6 +341,7 @@ impl Tracker {
         // One more place, not twice as many: most streams have one or two calls open at once,
         // and an open stream keeps what this holds.
         self.open.reserve_exact(1);
+        self.held_bytes += held_by(&call);
         self.open.push(call);
         Some(self.open.len() - 1)
     }
@@ -324,225 +375,5 @@ fn delta_view(call: &mut Call, deltas: Deltas) -> Call {
     }
 }
 
-/// Appends to the call's arguments up to [`MAX_ARGUMENTS_BYTES`]; false once they are cut.
-fn append_capped(call: &mut Call, text: &str) -> bool {
-    if call.arguments_truncated {
-        return false;
-    }
-    if call.arguments.len() + text.len() > MAX_ARGUMENTS_BYTES {
-        call.arguments_truncated = true;
-        return false;
-    }
-    call.arguments.push_str(text);
-    true
-}
-
 #[cfg(test)]
-mod tests {
-    use std::time::Duration;
-
-    use super::*;
-
-    fn item(call_id: &'static str, name: &'static str) -> CallItem<'static> {
-        CallItem {
-            call_id: call_id.into(),
-            item_id: Some(format!("fc_{call_id}").into()),
-            output_index: Some(1),
-            name: name.into(),
-            arguments: None,
-        }
-    }
-
-    fn output(call_id: &'static str) -> Signal<'static> {
-        Signal::Output {
-            call_id: call_id.into(),
-            facts: OutputFacts::default(),
-        }
-    }
-
-    struct Run {
-        tracker: Tracker,
-        classifier: Classifier,
-        failure: FailureRules,
-        t0: Instant,
-    }
-
-    impl Run {
-        fn new(max: usize) -> Self {
-            Run {
-                tracker: Tracker::new(max),
-                classifier: Classifier::default(),
-                failure: FailureRules::default(),
-                t0: Instant::now(),
-            }
-        }
-        fn send(&mut self, s: Signal<'_>, ms: u64) -> Vec<(String, Phase)> {
-            let mut out = Vec::new();
-            let now = self.t0 + Duration::from_millis(ms);
-            self.tracker
-                .on_signal(s, now, &self.classifier, &self.failure, &mut out);
-            out.into_iter().map(|t| (t.call.call_id, t.phase)).collect()
-        }
-    }
-
-    fn done(ms: u64) -> Phase {
-        Phase::Finished {
-            outcome: Outcome::Completed,
-            duration: Duration::from_millis(ms),
-            output: Some(crate::lifecycle::ToolOutput::default()),
-        }
-    }
-
-    /// The bytes of arguments the transitions of a call streamed in `n` 4-byte deltas carry,
-    /// and how many delta transitions there were, under `deltas`.
-    fn carried(deltas: Deltas, n: usize) -> (usize, usize, String) {
-        let mut r = Run::new(8);
-        r.tracker = Tracker::new(8).with_deltas(deltas);
-        let mut out = Vec::new();
-        let mut signal = |s: Signal<'_>, out: &mut Vec<Transition>| {
-            r.tracker.on_signal(s, r.t0, &r.classifier, &r.failure, out)
-        };
-        signal(Signal::CallAdded(item("a", "mcp_x")), &mut out);
-        for _ in 0..n {
-            let delta = Signal::ArgumentsDelta {
-                item_id: "fc_a".into(),
-                delta: "abcd".into(),
-            };
-            signal(delta, &mut out);
-        }
-        signal(Signal::CallDone(item("a", "mcp_x")), &mut out);
-        let is_delta = |t: &&Transition| matches!(t.phase, Phase::ArgumentsDelta { .. });
-        let deltas = out.iter().filter(is_delta).count();
-        let bytes = out
-            .iter()
-            .filter(is_delta)
-            .map(|t| t.call.arguments.len())
-            .sum();
-        let running = out.iter().find(|t| t.phase == Phase::Running);
-        (
-            deltas,
-            bytes,
-            running.expect("running").call.arguments.clone(),
-        )
-    }
-
-    /// Issue 28: every delta once cloned the arguments so far (1 MiB in 4-byte deltas: 2.6 s);
-    /// a delta now carries them only while a profile reads them and they are short.
-    #[test]
-    fn argument_deltas_copy_the_arguments_only_as_far_as_a_profile_reads_them() {
-        let n = 16 * 1024; // 64 KiB of arguments
-        let whole = "abcd".repeat(n);
-        assert_eq!(carried(Deltas::Off, n), (0, 0, whole.clone()));
-        assert_eq!(carried(Deltas::Chunks, n), (n, 0, whole.clone()));
-        let (count, bytes, running) = carried(Deltas::WithArguments { max_bytes: 400 }, n);
-        assert_eq!((count, running), (n, whole));
-        // 4 + 8 + … + 400: the first 100 deltas carry their arguments, later ones none.
-        assert_eq!(bytes, (1..=100).map(|k| 4 * k).sum::<usize>());
-    }
-
-    #[test]
-    fn parallel_calls_close_in_any_order_with_durations() {
-        let mut r = Run::new(8);
-        assert_eq!(
-            r.send(Signal::CallAdded(item("a", "web_search")), 0).len(),
-            1
-        );
-        r.send(Signal::CallAdded(item("b", "file_search")), 1);
-        assert_eq!(
-            r.send(Signal::CallDone(item("a", "web_search")), 10),
-            vec![("a".into(), Phase::Running)]
-        );
-        r.send(Signal::CallDone(item("b", "file_search")), 20);
-        assert_eq!(r.send(output("b"), 70), vec![("b".into(), done(50))]);
-        assert_eq!(r.send(output("a"), 110), vec![("a".into(), done(100))]);
-        assert!(r.send(output("a"), 120).is_empty(), "closed exactly once");
-        assert!(r.send(Signal::Terminal, 130).is_empty());
-    }
-
-    #[test]
-    fn terminal_and_finish_close_what_is_open() {
-        let mut r = Run::new(8);
-        r.send(Signal::CallAdded(item("a", "web_search")), 0);
-        r.send(Signal::CallDone(item("a", "web_search")), 0);
-        let closed = r.send(Signal::Terminal, 5);
-        assert!(matches!(
-            &closed[..],
-            [(
-                _,
-                Phase::Finished {
-                    outcome: Outcome::Failed(Failure::NoOutput),
-                    ..
-                }
-            )]
-        ));
-        r.send(Signal::CallAdded(item("b", "x")), 6);
-        let mut out = Vec::new();
-        r.tracker.finish(r.t0, &mut out);
-        assert_eq!(out.len(), 1);
-        assert!(r.tracker.open_calls().is_empty());
-    }
-
-    #[test]
-    fn done_without_added_starts_the_call_and_duplicates_are_ignored() {
-        let mut r = Run::new(8);
-        let phases: Vec<_> = r
-            .send(Signal::CallDone(item("a", "web_search")), 0)
-            .into_iter()
-            .map(|p| p.1)
-            .collect();
-        assert_eq!(phases, vec![Phase::Started, Phase::Running]);
-        assert!(
-            r.send(Signal::CallAdded(item("a", "web_search")), 1)
-                .is_empty()
-        );
-        assert!(
-            r.send(Signal::CallDone(item("a", "web_search")), 1)
-                .is_empty()
-        );
-        // Another call id on an item already open: injected events could not tell them apart.
-        let mut same_item = item("b", "web_search");
-        same_item.item_id = Some("fc_a".into());
-        assert!(r.send(Signal::CallAdded(same_item), 2).is_empty());
-    }
-
-    #[test]
-    fn ignore_kind_and_the_open_call_limit() {
-        let mut r = Run::new(1);
-        r.classifier = Classifier::new(vec![(vec!["secret_*".into()], Kind::Ignore)]).expect("ok");
-        assert!(
-            r.send(Signal::CallAdded(item("a", "secret_x")), 0)
-                .is_empty()
-        );
-        assert_eq!(
-            r.send(Signal::CallAdded(item("b", "web_search")), 0).len(),
-            1
-        );
-        assert!(
-            r.send(Signal::CallAdded(item("c", "web_search")), 0)
-                .is_empty()
-        );
-        assert_eq!(r.tracker.untracked_calls, 1);
-    }
-
-    #[test]
-    fn arguments_stream_in_then_the_final_ones_win() {
-        let mut r = Run::new(8);
-        r.send(Signal::CallAdded(item("a", "web_search")), 0);
-        let delta = |d: &'static str| Signal::ArgumentsDelta {
-            item_id: "fc_a".into(),
-            delta: d.into(),
-        };
-        let out = r.send(delta("{\"q\":"), 1);
-        assert!(matches!(&out[..], [(_, Phase::ArgumentsDelta { chunk })] if chunk == "{\"q\":"));
-        r.send(delta("\"x\"}"), 2);
-        assert_eq!(r.tracker.open_calls()[0].arguments, "{\"q\":\"x\"}");
-        let mut done = item("a", "web_search");
-        done.arguments = Some("{\"q\":\"y\"}".into());
-        r.send(Signal::CallDone(done), 3);
-        assert_eq!(r.tracker.open_calls()[0].arguments, "{\"q\":\"y\"}");
-        assert!(
-            r.send(delta("late"), 4).is_empty(),
-            "no deltas once running"
-        );
-    }
-}
+mod tests;

@@ -116,6 +116,7 @@ impl Drop for RequestLog {
                         "the upstream broke stream rules (docs/stream-rules.md): mended or forwarded as they were"
                     );
                 }
+                untracked(m, &stats, &self.path);
                 // Reports a newer one replaced before they reached the client.
                 let coalesced = crate::metrics::SourceOutcome {
                     source: "stream",
@@ -154,5 +155,35 @@ impl Drop for RequestLog {
                 bytes_out: self.bytes_out,
             });
         }
+    }
+}
+
+/// Counts (and says once per stream) what the stream's limits left alone: calls forwarded
+/// untracked, calls shown without their arguments, pairs not stored for want of them, and
+/// events not injected for want of a `sequence_number`.
+fn untracked(m: &crate::metrics::Metrics, stats: &Stats, path: &str) {
+    let untracked = stats.untracked;
+    for (reason, n) in untracked.by_reason() {
+        if n > 0 {
+            let reason = crate::metrics::Reason { reason };
+            m.tool_calls_untracked.get_or_create(&reason).inc_by(n);
+        }
+    }
+    m.tool_call_arguments_dropped
+        .inc_by(untracked.arguments_dropped);
+    if untracked.any() || stats.pairs_unkept > 0 || stats.numbers_exhausted > 0 {
+        let [open_calls, name_bytes, id_bytes, held_bytes] = untracked.by_reason().map(|r| r.1);
+        tracing::warn!(
+            path = %path,
+            open_calls,
+            name_bytes,
+            id_bytes,
+            held_bytes,
+            arguments_dropped = untracked.arguments_dropped,
+            pairs_unkept = stats.pairs_unkept,
+            numbers_exhausted = stats.numbers_exhausted,
+            "the upstream's stream went past toolpulse's per-stream limits ([limits]): those tool \
+             calls were forwarded as sent, without lifecycle events or arguments"
+        );
     }
 }

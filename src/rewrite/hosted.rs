@@ -4,7 +4,10 @@
 //! output arrives so that the pair can be handed to the next-turn store.
 //!
 //! Memory: at most [`MAX_HOSTED_CALLS`] calls per response (later calls are left as the gateway
-//! sent them), and at most [`MAX_PAIR_BYTES`] of a call's item JSON held.
+//! sent them). Of a call's item JSON only a [`Shell`] is held, at most [`MAX_SHELL_BYTES`], and
+//! only while the call is open: its arguments, the bulk of it, are the call's own (held once,
+//! by the tracker) and put back when the pair goes to the store. Call ids and item ids over the
+//! tracker's cap ([`MAX_ID_BYTES`]) are never remembered: no call with one is hosted.
 
 use std::collections::{HashMap, HashSet};
 use std::ops::Range;
@@ -12,21 +15,68 @@ use std::ops::Range;
 use super::Splice;
 use super::companions::Companions;
 use crate::dialect::responses;
+use crate::lifecycle::track::MAX_ID_BYTES;
 
 /// Calls shown as hosted items per response; later ones pass as they are.
 pub const MAX_HOSTED_CALLS: usize = 1024;
 
-/// The largest `function_call` item JSON held for the store (arguments are capped at 1 MiB).
-pub const MAX_PAIR_BYTES: usize = (1 << 20) + 4096;
+/// The largest [`Shell`] held for the store: the item's JSON but its arguments (its type, ids,
+/// name and status take a few hundred bytes).
+pub const MAX_SHELL_BYTES: usize = 4096;
+
+/// The gateway's `function_call` item as it sent it done, without the value of its `arguments`
+/// (which the call holds): `text` with the arguments' JSON string to go in at `at`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Shell {
+    text: String,
+    /// Where the arguments go; `None`: the item had none (it is whole).
+    at: Option<usize>,
+}
+
+impl Shell {
+    /// The shell of `item` (an item's JSON), if it is at most [`MAX_SHELL_BYTES`].
+    pub fn of(item: &str) -> Option<Shell> {
+        let span = responses::arguments_span(item);
+        let cut = span.as_ref().map_or(0, |s| s.len());
+        if item.len() - cut > MAX_SHELL_BYTES {
+            return None;
+        }
+        Some(match span {
+            Some(span) => Shell {
+                text: [&item[..span.start], &item[span.end..]].concat(),
+                at: Some(span.start),
+            },
+            None => Shell {
+                text: item.to_string(),
+                at: None,
+            },
+        })
+    }
+
+    /// The item with `arguments` (the call's, the ones the item had) put back, as a JSON
+    /// string: the same JSON value the gateway sent.
+    pub fn with_arguments(&self, arguments: &str) -> String {
+        let Some(at) = self.at else {
+            return self.text.clone();
+        };
+        let quoted = serde_json::to_string(arguments).expect("a string serializes");
+        [&self.text[..at], &quoted, &self.text[at..]].concat()
+    }
+
+    /// The bytes it holds.
+    pub fn bytes(&self) -> usize {
+        self.text.len()
+    }
+}
 
 #[derive(Debug, Default, Clone)]
 pub struct HostedItems {
     /// Upstream `output_index`es whose events are dropped, sorted: looked up for every event
     /// while any is hidden.
     hidden: Vec<u64>,
-    /// The hosted calls by call id, each with the `function_call` item as the gateway sent it
-    /// done (for the store) until its output takes it.
-    calls: HashMap<Box<str>, Option<String>, Hasher>,
+    /// The hosted calls by call id, each with the shell of the `function_call` item as the
+    /// gateway sent it done (for the store) until its output takes it or the call ends.
+    calls: HashMap<Box<str>, Option<Shell>, Hasher>,
     /// Call ids this response has shown (hosted or not), at most [`MAX_SEEN_CALLS`]: a call id
     /// is hosted only at its first sighting.
     seen: HashSet<Box<str>, Hasher>,
@@ -56,7 +106,10 @@ impl HostedItems {
 
     /// Call id `call_id` has been shown in this response.
     pub fn see(&mut self, call_id: &str) {
-        if self.seen.len() < MAX_SEEN_CALLS && !self.seen.contains(call_id) {
+        if call_id.len() <= MAX_ID_BYTES
+            && self.seen.len() < MAX_SEEN_CALLS
+            && !self.seen.contains(call_id)
+        {
             self.seen.insert(call_id.into());
         }
     }
@@ -97,7 +150,7 @@ impl HostedItems {
 
     /// The gateway's own hosted item `item_id` is folded into hosted call `call_id`'s.
     pub fn fold_native(&mut self, item_id: &str, call_id: &str) {
-        if self.natives.len() < MAX_HOSTED_CALLS {
+        if item_id.len() <= MAX_ID_BYTES && self.natives.len() < MAX_HOSTED_CALLS {
             self.natives.insert(item_id.into(), call_id.into());
         }
     }
@@ -112,7 +165,7 @@ impl HostedItems {
 
     /// Events naming item `item_id` (without an `output_index`) are dropped from now on.
     pub fn hide_item(&mut self, item_id: &str) {
-        if self.hidden_ids.len() < MAX_SEEN_CALLS {
+        if item_id.len() <= MAX_ID_BYTES && self.hidden_ids.len() < MAX_SEEN_CALLS {
             self.hidden_ids.insert(item_id.into());
         }
     }
@@ -129,16 +182,22 @@ impl HostedItems {
         }
     }
 
-    /// Keeps the gateway's `function_call` item of hosted call `call_id`.
+    /// Keeps the shell of the gateway's `function_call` item of hosted call `call_id`.
     pub fn keep_call_item(&mut self, call_id: &str, item: &str) {
         if let Some(call_item) = self.calls.get_mut(call_id) {
-            *call_item = (item.len() <= MAX_PAIR_BYTES).then(|| item.to_string());
+            *call_item = Shell::of(item);
         }
     }
 
-    /// Hands over the kept `function_call` item of `call_id` (its output arrived).
-    pub fn take_call_item(&mut self, call_id: &str) -> Option<String> {
+    /// Hands over the kept shell of `call_id`'s item (its output arrived), or lets it go (the
+    /// call ended without one).
+    pub fn take_call_item(&mut self, call_id: &str) -> Option<Shell> {
         self.calls.get_mut(call_id)?.take()
+    }
+
+    /// The bytes the kept shells hold.
+    pub fn shell_bytes(&self) -> usize {
+        self.calls.values().flatten().map(Shell::bytes).sum()
     }
 
     /// The edit of an event's data that lists the response's output: each hosted call's

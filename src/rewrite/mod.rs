@@ -26,7 +26,9 @@ use memchr::memmem;
 
 use crate::config::Config;
 use crate::dialect::responses::{self, Number};
-use crate::lifecycle::{Deltas, Kind, NativeItem, Outcome, Phase, Signal, Tracker, Transition};
+use crate::lifecycle::{
+    Deltas, Kind, NativeItem, Outcome, Phase, Signal, Tracker, Transition, Untracked,
+};
 use crate::profiles::{self, Context, Profile, openai};
 use crate::progress::Progress;
 use crate::rules::Rule;
@@ -123,6 +125,15 @@ pub struct Stats {
     pub progress_coalesced: u64,
     /// The stream rules the upstream broke (and what was repaired).
     pub violations: crate::rules::Violations,
+    /// Calls left as the upstream sent them for a per-stream limit, and calls shown without
+    /// their arguments.
+    pub untracked: Untracked,
+    /// Hosted calls whose pair could not go to the next-turn store: their arguments were not
+    /// held (over a limit), so the gateway's call item could not be given back whole.
+    pub pairs_unkept: u64,
+    /// Injected events left out: the upstream's `sequence_number`s left none free under
+    /// `u64::MAX`.
+    pub numbers_exhausted: u64,
 }
 
 pub struct Rewriter {
@@ -178,6 +189,7 @@ impl Rewriter {
         Rewriter {
             parser: Parser::new(config.limits.max_event_bytes),
             tracker: Tracker::new(config.limits.max_open_calls)
+                .with_max_held_bytes(config.limits.max_open_call_bytes)
                 .with_deltas(deltas_for(&profiles, &config)),
             config,
             profiles,
@@ -266,12 +278,21 @@ impl Rewriter {
         }
     }
 
+    /// What the stream holds for its open calls: the tracker's calls (names, ids, the one copy
+    /// of their arguments) and the hosted items' shells. At most `[limits]
+    /// max_open_call_bytes` plus a shell of at most 4 KiB per open hosted call.
+    pub fn held_bytes(&self) -> usize {
+        self.tracker.held_bytes() + self.hosted.shell_bytes()
+    }
+
     pub fn stats(&self) -> Stats {
         let mut violations = self.stats.violations;
         violations.add(Rule::SequenceRestart, self.numbering.restarts);
         violations.add(Rule::CallDoneNotAdded, self.tracker.done_not_added);
         violations.add(Rule::CallItemIdRepeated, self.tracker.item_id_repeated);
         Stats {
+            untracked: self.tracker.untracked,
+            numbers_exhausted: self.numbering.exhausted,
             unlisted_companions: self.companions.unlisted,
             progress_coalesced: self.pacer.coalesced,
             violations,
@@ -362,10 +383,13 @@ impl Rewriter {
     pub fn on_idle(&mut self, now: Instant) -> Bytes {
         if self.heartbeat_due(now) {
             self.output.text().extend_from_slice(sse::HEARTBEAT);
-            // Profiles that report a running tool at every heartbeat (`stages`).
-            self.begin_unnumbered();
-            self.tracker.still_running(now, &mut self.transitions);
-            self.inject(now);
+            // Profiles that report a running tool at every heartbeat (`stages`): only then are
+            // the running calls copied into transitions.
+            if self.profiles.contains(&Profile::Stages) {
+                self.begin_unnumbered();
+                self.tracker.still_running(now, &mut self.transitions);
+                self.inject(now);
+            }
         }
         self.send_due_progress(now);
         self.take_output(now)
@@ -585,20 +609,30 @@ impl Rewriter {
                     && let (Some(id), Some(output_item)) = (call.hosted_id.clone(), item_json)
                 {
                     // The first sight of the output: the pair goes to the store (the call item as
-                    // the gateway sent it done; as the call shows it when that was missed).
-                    let call_item = match self.hosted.take_call_item(call_id) {
-                        Some(item) => item,
-                        None => serde_json::json!({
-                            "type": "function_call", "call_id": call.call_id, "name": call.name,
-                            "arguments": call.arguments, "status": "completed",
-                        })
-                        .to_string(),
+                    // the gateway sent it done, its arguments put back from the call's; as the
+                    // call shows it when that was missed). Arguments not held (over a limit)
+                    // cannot be given back: no pair, rather than a call with other arguments.
+                    let shell = self.hosted.take_call_item(call_id);
+                    let call_item = match shell {
+                        _ if call.arguments_truncated => None,
+                        Some(shell) => Some(shell.with_arguments(&call.arguments)),
+                        None => Some(
+                            serde_json::json!({
+                                "type": "function_call", "call_id": call.call_id,
+                                "name": call.name, "arguments": call.arguments,
+                                "status": "completed",
+                            })
+                            .to_string(),
+                        ),
                     };
-                    self.observe(Observation::HostedPair {
-                        id: id.to_string(),
-                        call_item,
-                        output_item: output_item.to_string(),
-                    });
+                    match call_item {
+                        Some(call_item) => self.observe(Observation::HostedPair {
+                            id: id.to_string(),
+                            call_item,
+                            output_item: output_item.to_string(),
+                        }),
+                        None => self.stats.pairs_unkept += 1,
+                    }
                 }
                 self.give_up_index(index)
             }
@@ -932,6 +966,8 @@ impl Rewriter {
                 output,
             } = transition.phase
             {
+                // Its output came (and took the shell) or never will.
+                self.hosted.take_call_item(&transition.call.call_id);
                 let error_kind = match &outcome {
                     Outcome::Completed => None,
                     Outcome::Failed(failure) => Some(self.config.failure.kind_of(failure)),
@@ -952,7 +988,11 @@ impl Rewriter {
         self.transitions = transitions;
         let events = std::mem::take(&mut self.new_events);
         for event in &events {
-            let seq = self.numbering.inject();
+            // No number left under `u64::MAX`: the event stays out (counted in the
+            // numbering's `exhausted`, said once in the stream's log line).
+            let Ok(seq) = self.numbering.inject() else {
+                continue;
+            };
             if self.passes(seq) {
                 sse::encode(self.output.text(), event, seq);
                 self.stats.injected += 1;
@@ -1122,5 +1162,7 @@ fn response_nonce(nonce: u64, ordinal: u64) -> u64 {
     z ^ (z >> 31)
 }
 
+#[cfg(test)]
+mod held_tests;
 #[cfg(test)]
 mod tests;
