@@ -191,3 +191,51 @@ pub(super) fn clients(
         body_buffer_bytes_per_connection: per_connection,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::config::Config;
+
+    fn clients(text: &str) -> Result<super::ClientLimits, String> {
+        let text = format!("[clients]\n{text}");
+        Config::from_toml_str(&text)
+            .map(|c| c.clients)
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn the_shares_default_to_an_eighth_and_two_bodies_within_the_budget() {
+        let two_bodies = 2 * super::ONE_BODY_BYTES;
+        let d = clients("").expect("valid");
+        assert_eq!(d.body_buffer_bytes_per_peer, two_bodies);
+        assert_eq!(d.body_buffer_bytes_per_connection, two_bodies);
+        let large = clients("body_buffer_bytes = 268435456").expect("valid");
+        assert_eq!(large.body_buffer_bytes_per_peer, 32 << 20, "an eighth");
+        assert_eq!(large.body_buffer_bytes_per_connection, two_bodies);
+        let least = clients("body_buffer_bytes = 8388608").expect("valid");
+        assert_eq!(
+            least.body_buffer_bytes_per_peer,
+            8 << 20,
+            "the whole budget"
+        );
+        assert_eq!(least.body_buffer_bytes_per_connection, 8 << 20);
+        let set = clients(
+            "body_buffer_bytes_per_peer = 67108864\nbody_buffer_bytes_per_connection = 4259840",
+        );
+        let set = set.expect("valid");
+        assert_eq!(set.body_buffer_bytes_per_peer, 64 << 20);
+        assert_eq!(set.body_buffer_bytes_per_connection, super::ONE_BODY_BYTES);
+    }
+
+    #[test]
+    fn a_share_below_one_body_or_above_the_budget_is_refused() {
+        let small = clients("body_buffer_bytes_per_peer = 1048576").expect_err("invalid");
+        assert!(
+            small.contains("clients.body_buffer_bytes_per_peer"),
+            "{small}"
+        );
+        assert!(small.contains("at least 4259840"), "{small}");
+        let large = clients("body_buffer_bytes_per_connection = 134217728").expect_err("invalid");
+        assert!(large.contains("at most body_buffer_bytes"), "{large}");
+    }
+}

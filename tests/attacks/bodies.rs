@@ -359,3 +359,75 @@ async fn a_streamed_body_cut_short_is_the_clients_400() {
     let sent = broken_upload("content-length: 100", b"--b\r\nonly ten").await;
     is_the_clients_error(sent).await;
 }
+
+/// A request body that sends `sent` bytes, then nothing, for ever.
+fn stalled_after(sent: usize) -> http_body_util::StreamBody<StalledFrames> {
+    http_body_util::StreamBody::new(StalledFrames {
+        first: Some(Bytes::from(vec![b' '; sent])),
+    })
+}
+
+struct StalledFrames {
+    first: Option<Bytes>,
+}
+
+impl futures::Stream for StalledFrames {
+    type Item = Result<Frame<Bytes>, Infallible>;
+
+    fn poll_next(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        match self.first.take() {
+            Some(bytes) => Poll::Ready(Some(Ok(Frame::data(bytes)))),
+            None => Poll::Pending,
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_http2_connection_holds_at_most_its_share() {
+    use hyper::client::conn::http2;
+    use hyper_util::rt::{TokioExecutor, TokioIo};
+    let gw = Gateway::start(|_| json_gateway()).await;
+    // Behind an ingress every client has its address: the peer share is the whole budget, and
+    // the connection share (8 MiB and 128 KiB) is what bounds one connection.
+    let mut config = config(&gw);
+    config.clients.body_buffer_bytes_per_peer = config.clients.body_buffer_bytes;
+    let l = start(config).await;
+    let stream = connect_from(ATTACKER, l.proxy).await;
+    let shake = http2::handshake(TokioExecutor::new(), TokioIo::new(stream));
+    let (mut sender, connection) = shake.await.expect("HTTP/2 handshake");
+    tokio::spawn(connection);
+    // Four streams that each send 4 MiB of their 4 MiB and a byte: two fit, two are refused.
+    let mut streams = Vec::new();
+    let mut refused = 0;
+    for _ in 0..4 {
+        sender.ready().await.expect("a stream free");
+        let request = http::Request::post(format!("http://{}/v1/responses", l.proxy))
+            .header("content-type", "application/json")
+            .header("content-length", 4 * MIB + 1)
+            .body(stalled_after(4 * MIB))
+            .expect("request");
+        let before = l.budget.held();
+        let response = tokio::spawn(sender.send_request(request));
+        dealt_with(
+            || l.budget.held() >= before + 4 * MIB,
+            || response.is_finished(),
+        )
+        .await;
+        if response.is_finished() {
+            let answer = response.await.expect("joined").expect("answered");
+            assert_eq!(answer.status(), 503);
+            refused += 1;
+        } else {
+            streams.push(response);
+        }
+    }
+    assert_eq!((streams.len(), refused), (2, 2));
+    let line =
+        r#"toolpulse_request_bodies_refused_total{listener="proxy",reason="connection_share"} 2"#;
+    metric(&l.metrics, line).await;
+    // Another connection from the same address is read: its share is its own.
+    let large = format!("{{\"input\":\"{}\"}}", "x".repeat(MIB));
+    let answer = exchange_from(ATTACKER, l.proxy, &post("/v1/responses", &large)).await;
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    drop((streams, sender));
+}
