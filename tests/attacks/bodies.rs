@@ -21,7 +21,7 @@ use toolpulse::mcp::{Front, server as mcp_server};
 use toolpulse::metrics::Metrics;
 use toolpulse::progress::local::LocalHub;
 use toolpulse::proxy::Proxy;
-use toolpulse::proxy::budget::BodyBudget;
+use toolpulse::proxy::budget::{BodyBudget, Listener};
 
 use crate::common::gateway::{Action, Gateway, Reply};
 
@@ -306,11 +306,25 @@ async fn over_http2_four_connections_of_stalled_streams_starve_no_one() {
 /// Sends `POST /v1/files` (a body streamed through, never read whole) with `framing` and a
 /// body that breaks, `broken`, then shuts its sending side; the answer and the metrics.
 async fn broken_upload(framing: &str, broken: &[u8]) -> (String, Arc<Metrics>) {
+    broken_post(Listener::Proxy, "/v1/files", framing, broken).await
+}
+
+/// As [`broken_upload`], on `listener` and `path`.
+async fn broken_post(
+    listener: Listener,
+    path: &str,
+    framing: &str,
+    broken: &[u8],
+) -> (String, Arc<Metrics>) {
     let gw = Gateway::start(|_| json_gateway()).await;
     let l = start(config(&gw)).await;
-    let mut stream = connect_from(LEGITIMATE, l.proxy).await;
+    let to = match listener {
+        Listener::Proxy => l.proxy,
+        Listener::Mcp => l.mcp,
+    };
+    let mut stream = connect_from(LEGITIMATE, to).await;
     let head = format!(
-        "POST /v1/files HTTP/1.1\r\nhost: x\r\n\
+        "POST {path} HTTP/1.1\r\nhost: x\r\n\
          content-type: multipart/form-data; boundary=b\r\n{framing}\r\n\r\n"
     );
     stream.write_all(head.as_bytes()).await.expect("head");
@@ -358,6 +372,17 @@ async fn a_streamed_body_with_a_20_kb_chunk_extension_is_the_clients_400() {
 async fn a_streamed_body_cut_short_is_the_clients_400() {
     let sent = broken_upload("content-length: 100", b"--b\r\nonly ten").await;
     is_the_clients_error(sent).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_the_mcp_front_a_streamed_body_cut_short_is_the_gateways_400() {
+    // Not JSON: streamed to the server, not read for calls.
+    let sent = broken_post(Listener::Mcp, "/srv", "content-length: 100", b"cut").await;
+    let (answer, metrics) = sent;
+    assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
+    assert!(answer.contains("unreadable_body"), "{answer}");
+    let line = r#"toolpulse_request_bodies_refused_total{listener="mcp",reason="unreadable"} 1"#;
+    metric(&metrics, line).await;
 }
 
 /// A request body that sends `sent` bytes, then nothing, for ever.
