@@ -240,7 +240,10 @@ impl Metrics {
         r.register(
             "request_bodies_refused",
             "Request bodies not forwarded, by listener and reason (timeout: slower than \
-             [clients] body_timeout_ms; budget: over body_buffer_bytes; unreadable)",
+             [clients] body_timeout_ms; budget: over body_buffer_bytes; peer_share: over \
+             body_buffer_bytes_per_peer; connection_share: over \
+             body_buffer_bytes_per_connection; unreadable: cut short or malformed, a streamed \
+             body's included)",
             m.request_bodies_refused.clone(),
         );
         r.register(

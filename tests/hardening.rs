@@ -343,12 +343,12 @@ async fn bodies_over_the_budget_are_refused_503_and_the_budget_comes_back() {
     let mut config = config(&gw, "");
     config.clients.body_timeout = Duration::from_secs(3);
     let l = start(config).await;
-    // Bodies announced at 3 MiB (each charged 3 MiB, its buffer), stalled: two fill the three
-    // quarters of the 8 MiB budget that large bodies may take, the third does not fit,
-    // whichever listener it comes to.
+    // Bodies of 3 MiB sent but for their last byte, stalled (each charged 3 MiB, its buffer,
+    // grown as the bytes came): two fill the three quarters of the 8 MiB budget that large
+    // bodies may take, the third does not fit, whichever listener it comes to.
     let mib = 1 << 20;
-    let first = stalled_post(l.proxy, "/v1/responses", 3 * mib, 2 * mib).await;
-    let second = stalled_post(l.mcp, "/srv", 3 * mib, 2 * mib).await;
+    let first = stalled_post(l.proxy, "/v1/responses", 3 * mib, 3 * mib - 1).await;
+    let second = stalled_post(l.mcp, "/srv", 3 * mib, 3 * mib - 1).await;
     let deadline = Instant::now() + PATIENCE;
     while l.budget.held() < 6 * mib {
         assert!(Instant::now() < deadline, "held {}", l.budget.held());

@@ -176,6 +176,8 @@ const QUOTABLE_KEYS: &[&str] = &[
     "ping_timeout_ms",
     "max_streams_per_connection",
     "body_buffer_bytes",
+    "body_buffer_bytes_per_peer",
+    "body_buffer_bytes_per_connection",
     "require_token",
 ];
 

@@ -9,8 +9,8 @@
 //!   GOAWAY), and dropped if that does not finish in [`watched::CLOSE_GRACE`]; HTTP/2 peers are
 //!   pinged every `ping_interval_ms` and dropped when they do not answer;
 //! - at most `max_streams_per_connection` concurrent HTTP/2 streams;
-//! - request bodies: see [`crate::proxy::budget`] (a deadline and a global budget for the bodies
-//!   toolpulse reads whole).
+//! - request bodies: see [`crate::proxy::budget`] (a deadline, and a global budget for the
+//!   bodies toolpulse reads whole, with a share per peer address and per connection).
 
 pub mod activity;
 pub mod h1;

@@ -24,7 +24,7 @@ use super::log::McpLog;
 use super::reply;
 use crate::config::McpServer;
 use crate::progress::TraceId;
-use crate::proxy::budget::{self, Paced, ReadError};
+use crate::proxy::budget::{self, BodyBudget, Paced, ReadError};
 use crate::proxy::headers;
 use crate::proxy::request_body::{self, RequestBody};
 use crate::telemetry::mcp::McpRequest;
@@ -33,14 +33,22 @@ use crate::telemetry::mcp::McpRequest;
 /// is, and its calls are not followed.
 pub const MAX_CALL_BODY_BYTES: usize = 4 << 20;
 
+/// Who sent a request: its address, and its connection's share of the calls followed and
+/// budget of bodies.
+pub struct Client<'a> {
+    pub peer: SocketAddr,
+    pub share: &'a Arc<Share>,
+    pub budget: &'a BodyBudget,
+}
+
 pub async fn forward(
     front: &Front,
     server: &McpServer,
     request: Request<ClientBody>,
-    peer: SocketAddr,
-    share: &Arc<Share>,
+    client: &Client<'_>,
     mut log: McpLog,
 ) -> Response<McpBody> {
+    let (peer, share) = (client.peer, client.share);
     log.server = Some(server.name.clone());
     let (mut head, body) = request.into_parts();
     let text = |name: &str| head.headers.get(name).and_then(|v| v.to_str().ok());
@@ -49,7 +57,16 @@ pub async fn forward(
     let mut calls = front.calls(&server.name, session, share);
     let mut first_call = None;
     let body = if head.method == Method::POST && request_body::may_be_json(&head) {
-        match read_calls(front, server, &mut head, body, &mut calls, header_trace).await {
+        let read = read_calls(
+            front,
+            client.budget,
+            server,
+            &mut head,
+            body,
+            &mut calls,
+            header_trace,
+        );
+        match read.await {
             Ok((body, rpc, first)) => {
                 log.rpc = rpc;
                 first_call = first;
@@ -60,6 +77,7 @@ pub async fn forward(
     } else {
         RequestBody::Streamed(Paced::new(body, front.clients.body_timeout))
     };
+    let fault = body.fault();
     log.calls = calls.len();
     if let Some(telemetry) = &front.telemetry {
         let request = McpRequest {
@@ -80,6 +98,10 @@ pub async fn forward(
     let response = match tokio::time::timeout(front.header_timeout, pending).await {
         Ok(Ok(response)) => response,
         Ok(Err(error)) => {
+            if let Some(failure) = fault.take() {
+                // The gateway's own body failed on its way: its error, not the server's.
+                return refuse_body(front, &failure, log);
+            }
             let (outcome, code) = if error.is_connect() {
                 ("unreachable", "upstream_unreachable")
             } else {
@@ -124,8 +146,8 @@ pub async fn forward(
     Response::from_parts(head, McpBody::forwarded(body, answer, calls, ending, log))
 }
 
-/// The answer to a POST body that is not forwarded: 400 (unreadable), 408 (too slow), 503 (over
-/// the body budget).
+/// The answer to a POST body that is not forwarded, or to a streamed body that failed on the
+/// gateway's side: 400 (unreadable), 408 (too slow), 503 (over the body budget or a share).
 fn refuse_body(front: &Front, error: &ReadError, mut log: McpLog) -> Response<McpBody> {
     let (status, code, outcome) = match error {
         ReadError::Client(_) => (StatusCode::BAD_REQUEST, "unreadable_body", "client_gone"),
@@ -134,7 +156,7 @@ fn refuse_body(front: &Front, error: &ReadError, mut log: McpLog) -> Response<Mc
             "request_body_timeout",
             "body_timeout",
         ),
-        ReadError::OverBudget => (
+        ReadError::OverBudget | ReadError::OverPeerShare | ReadError::OverConnectionShare => (
             StatusCode::SERVICE_UNAVAILABLE,
             "request_bodies_over_budget",
             "over_budget",
@@ -154,6 +176,7 @@ type FirstCall = Option<(String, Option<String>)>;
 /// call.
 async fn read_calls(
     front: &Front,
+    bodies: &BodyBudget,
     server: &McpServer,
     head: &mut Parts,
     body: ClientBody,
@@ -161,8 +184,7 @@ async fn read_calls(
     header_trace: Option<TraceId>,
 ) -> Result<(RequestBody, Vec<String>, FirstCall), ReadError> {
     let timeout = front.clients.body_timeout;
-    let mut read =
-        budget::read_up_to(body, MAX_CALL_BODY_BYTES, &front.body_budget, timeout).await?;
+    let mut read = budget::read_up_to(body, MAX_CALL_BODY_BYTES, bodies, timeout).await?;
     let whole = match read.rest {
         None => request_body::whole(&read.frames),
         Some(_) => None,

@@ -32,7 +32,7 @@ use tokio_util::sync::CancellationToken;
 use crate::config::{BearerToken, ClientLimits, Config, McpConfig};
 use crate::metrics::Metrics;
 use crate::progress::ProgressHub;
-use crate::proxy::budget::BodyBudget;
+use crate::proxy::budget::{BodyBudget, Listener};
 use crate::proxy::client;
 use crate::telemetry::Telemetry;
 use body::McpBody;
@@ -77,7 +77,7 @@ impl Front {
         Ok(Some(Front {
             config: mcp.clone(),
             clients: config.clients.clone(),
-            body_budget: BodyBudget::new(config.clients.body_buffer_bytes),
+            body_budget: BodyBudget::new(&config.clients),
             progress_token: config.progress.token.clone(),
             client: client::build(&config.proxy)?,
             header_timeout: config.proxy.header_timeout,
@@ -122,13 +122,19 @@ impl Front {
         )
     }
 
+    /// The budget as one connection from `peer` draws on it.
+    pub fn connection_budget(&self, peer: SocketAddr) -> BodyBudget {
+        self.body_budget.connection(Listener::Mcp, peer.ip())
+    }
+
     /// Answers one request on the MCP listener; `share` is its connection's share of the calls
-    /// followed.
+    /// followed, `budget` its connection's budget of bodies ([`Front::connection_budget`]).
     pub async fn handle(
         &self,
         mut request: Request<ClientBody>,
         peer: SocketAddr,
         share: &Arc<Share>,
+        budget: &BodyBudget,
     ) -> Response<McpBody> {
         let path = request.uri().path().to_string();
         let mut log = McpLog::new(self.metrics.clone(), request.method().clone(), &path);
@@ -157,7 +163,14 @@ impl Front {
         }
         let name = path.strip_prefix('/').unwrap_or(&path);
         match self.config.server(name) {
-            Some(server) => forward::forward(self, server, request, peer, share, log).await,
+            Some(server) => {
+                let client = forward::Client {
+                    peer,
+                    share,
+                    budget,
+                };
+                forward::forward(self, server, request, &client, log).await
+            }
             None => not_found(&path, log),
         }
     }

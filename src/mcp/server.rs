@@ -70,9 +70,10 @@ pub async fn serve(
         connections.spawn(async move {
             let metrics = front.metrics.clone();
             let share = Arc::new(Share::default());
+            let budget = front.connection_budget(peer);
             let handle = move |request| {
-                let (front, share) = (front.clone(), share.clone());
-                async move { front.handle(request, peer, &share).await }
+                let (front, share, budget) = (front.clone(), share.clone(), budget.clone());
+                async move { front.handle(request, peer, &share, &budget).await }
             };
             let (closed, result) = listen::serve(&builder, stream, &watch, &limits, handle).await;
             if let Err(error) = result {

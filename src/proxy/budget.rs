@@ -5,264 +5,299 @@
 //! rather than waited for: a waiting body would hold its part of the budget while it waits.
 //! Bodies toolpulse does not read stream through, and may pause at most `body_timeout_ms`
 //! between two frames ([`Paced`]).
+//!
+//! A body is charged for the bytes it received, never for the length it announced: its buffer
+//! grows as data arrives ([`read_up_to`]), and each growth is charged before it is made. So a
+//! socket that announces 4 MiB and sends one byte holds a few KiB, not 4 MiB.
+//!
+//! Who may hold what, checked together under one lock at every charge ([`BodyBudget::take`]):
+//! - all bodies: the budget;
+//! - large bodies (whose buffer is over [`SMALL_BODY_BYTES`]): three quarters, so that the
+//!   small ones (most requests are a few KiB) are still read while large ones pin memory;
+//! - the proxy listener: all but an eighth ([`MCP_RESERVE_DIVISOR`]), which is kept for the
+//!   MCP front, so the gateway's tool calls go on while clients fill the rest;
+//! - one peer address on one listener (an IPv6 peer by its /64, which one host commonly holds
+//!   whole): `body_buffer_bytes_per_peer`, so one peer cannot take the budget from the others;
+//! - one connection (an HTTP/2 one: all its streams): `body_buffer_bytes_per_connection`.
+//!
+//! A charge is made through the budget of a connection ([`BodyBudget::connection`]); the
+//! process-wide one charges the first three only.
 
-use std::collections::VecDeque;
-use std::pin::Pin;
-use std::sync::Arc;
-use std::task::{Context, Poll};
-use std::time::Duration;
+mod paced;
+mod read;
 
-use crate::listen::ClientBody;
-use bytes::{Bytes, BytesMut};
-use http_body::{Body, Frame, SizeHint};
-use http_body_util::BodyExt;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
-use tokio::time::{Instant, Sleep};
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use crate::config::ClientLimits;
+
+pub use paced::{Fault, Paced};
+pub use read::{Read, ReadError, read_up_to};
 
 /// Bodies up to this size may use the small bodies' reserve.
 pub const SMALL_BODY_BYTES: usize = 64 * 1024;
 
-/// The bytes of request bodies held in memory at once. A quarter is kept for small bodies
-/// (at most [`SMALL_BODY_BYTES`]): large bodies stalled to pin memory can take the rest but
-/// never that, so ordinary requests (most are a few KiB) go on being read while such an
-/// attack lasts.
+/// The part of the budget kept for small bodies: a quarter.
+const SMALL_RESERVE_DIVISOR: usize = 4;
+
+/// The part of the budget the proxy listener cannot take, kept for the MCP front: an eighth.
+pub const MCP_RESERVE_DIVISOR: usize = 8;
+
+/// The listener a body came in on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Listener {
+    Proxy,
+    Mcp,
+}
+
+/// Which limit refused a charge.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Limit {
+    /// The whole budget, or the part of it this kind of body may take.
+    Budget,
+    /// `body_buffer_bytes_per_peer`.
+    Peer,
+    /// `body_buffer_bytes_per_connection`.
+    Connection,
+}
+
+/// One peer, as the shares count it: an IPv4 address, or an IPv6 address's /64.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Peer(IpAddr);
+
+impl Peer {
+    pub fn of(addr: IpAddr) -> Peer {
+        match addr.to_canonical() {
+            IpAddr::V6(v6) => {
+                let bits = u128::from(v6) & !((1u128 << 64) - 1);
+                Peer(IpAddr::V6(bits.into()))
+            }
+            v4 => Peer(v4),
+        }
+    }
+}
+
+/// The limits of a budget, in bytes.
+#[derive(Debug, Clone, Copy)]
+struct Shares {
+    total: usize,
+    large: usize,
+    proxy: usize,
+    per_peer: usize,
+    per_connection: usize,
+}
+
+impl Shares {
+    fn of(limits: &ClientLimits) -> Shares {
+        let total = limits.body_buffer_bytes;
+        Shares {
+            total,
+            large: total - total / SMALL_RESERVE_DIVISOR,
+            proxy: total - total / MCP_RESERVE_DIVISOR,
+            per_peer: limits.body_buffer_bytes_per_peer,
+            per_connection: limits.body_buffer_bytes_per_connection,
+        }
+    }
+}
+
+/// What is held now. The peers map has an entry per peer holding something (so no more than
+/// there are bodies being read, which the connection limits bound); an entry is removed when
+/// its peer holds nothing.
+#[derive(Debug, Default)]
+struct Ledger {
+    held: usize,
+    large: usize,
+    proxy: usize,
+    peers: HashMap<(Listener, Peer), usize>,
+}
+
+#[derive(Debug)]
+struct Pool {
+    shares: Shares,
+    ledger: Mutex<Ledger>,
+}
+
+impl Pool {
+    fn ledger(&self) -> MutexGuard<'_, Ledger> {
+        // Nothing panics while holding it; a poisoned ledger's counts are still whole.
+        self.ledger.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// One connection's account: its listener, its peer, and what its bodies hold now (changed
+/// only under the ledger's lock).
+#[derive(Debug)]
+struct Account {
+    listener: Listener,
+    peer: Peer,
+    held: AtomicUsize,
+}
+
+/// The bytes of request bodies held in memory at once, and the shares above.
 #[derive(Debug, Clone)]
 pub struct BodyBudget {
-    shared: Arc<Semaphore>,
-    small: Arc<Semaphore>,
-    total: usize,
+    pool: Arc<Pool>,
+    account: Option<Arc<Account>>,
 }
 
 /// The part of the budget one body holds; given back when dropped or released.
 #[derive(Debug, Default)]
 pub struct Held {
-    shared: Option<OwnedSemaphorePermit>,
-    small: Option<OwnedSemaphorePermit>,
+    charge: Option<Charge>,
+}
+
+#[derive(Debug)]
+struct Charge {
+    budget: BodyBudget,
+    bytes: usize,
+    large: usize,
 }
 
 impl Held {
     pub fn release(&mut self) {
-        self.shared.take();
-        self.small.take();
+        if let Some(charge) = self.charge.take() {
+            charge.budget.give_back(charge.bytes, charge.large);
+        }
     }
 }
 
-fn merge(into: &mut Option<OwnedSemaphorePermit>, permit: OwnedSemaphorePermit) {
-    match into {
-        Some(held) => held.merge(permit),
-        None => *into = Some(permit),
+impl Drop for Held {
+    fn drop(&mut self) {
+        self.release();
     }
 }
 
 impl BodyBudget {
-    pub fn new(total: usize) -> Self {
-        let total = total.min(Semaphore::MAX_PERMITS);
-        let small = total / 4;
+    pub fn new(limits: &ClientLimits) -> Self {
         BodyBudget {
-            shared: Arc::new(Semaphore::new(total - small)),
-            small: Arc::new(Semaphore::new(small)),
-            total,
+            pool: Arc::new(Pool {
+                shares: Shares::of(limits),
+                ledger: Mutex::default(),
+            }),
+            account: None,
         }
     }
 
-    /// The bytes held now.
+    /// The budget as one connection on `listener` from `peer` draws on it.
+    pub fn connection(&self, listener: Listener, peer: IpAddr) -> BodyBudget {
+        let account = Account {
+            listener,
+            peer: Peer::of(peer),
+            held: AtomicUsize::new(0),
+        };
+        BodyBudget {
+            pool: self.pool.clone(),
+            account: Some(Arc::new(account)),
+        }
+    }
+
+    /// The bytes held now, by every body.
     pub fn held(&self) -> usize {
-        let free = self.shared.available_permits() + self.small.available_permits();
-        self.total.saturating_sub(free)
+        self.pool.ledger().held
     }
 
-    /// Takes `n` more bytes of the budget for a body whose buffer is then `size` bytes; false
-    /// when there are not that many left for it.
-    fn take(&self, n: usize, size: usize, held: &mut Held) -> bool {
-        let Ok(n) = u32::try_from(n) else {
-            return false;
-        };
-        if let Ok(permit) = self.shared.clone().try_acquire_many_owned(n) {
-            merge(&mut held.shared, permit);
-            return true;
-        }
-        if size > SMALL_BODY_BYTES {
-            return false;
-        }
-        match self.small.clone().try_acquire_many_owned(n) {
-            Ok(permit) => {
-                merge(&mut held.small, permit);
-                true
-            }
-            Err(_) => false,
-        }
+    /// The bytes held now by the bodies from `peer` on `listener`.
+    pub fn held_by(&self, listener: Listener, peer: IpAddr) -> usize {
+        let ledger = self.pool.ledger();
+        ledger
+            .peers
+            .get(&(listener, Peer::of(peer)))
+            .copied()
+            .unwrap_or(0)
     }
-}
 
-/// Why a body was not read.
-#[derive(Debug, thiserror::Error)]
-pub enum ReadError {
-    #[error("could not read the request body: {0}")]
-    Client(BoxError),
-    #[error("the request body did not arrive within {} ms", .0.as_millis())]
-    Timeout(Duration),
-    #[error("toolpulse holds as many request bodies as it may (body_buffer_bytes); retry shortly")]
-    OverBudget,
-}
-
-impl ReadError {
-    /// The `reason` label of `toolpulse_request_bodies_refused_total`.
-    pub fn reason(&self) -> &'static str {
-        match self {
-            ReadError::Client(_) => "unreadable",
-            ReadError::Timeout(_) => "timeout",
-            ReadError::OverBudget => "budget",
-        }
+    /// Takes `n` more bytes of the budget for a body whose buffer is then `size` bytes (one
+    /// read, or one toolpulse builds), held by `held`; false when there are not that many left
+    /// for it.
+    pub fn take(&self, n: usize, size: usize, held: &mut Held) -> bool {
+        self.charge(n, size, held).is_ok()
     }
-}
 
-/// A body read (up to a limit): its frames (the data in one, then trailers if any), the part
-/// of the budget they hold, and the unread rest of a body over the limit.
-pub struct Read {
-    pub frames: VecDeque<Frame<Bytes>>,
-    pub held: Held,
-    pub rest: Option<Paced>,
-}
+    /// As [`BodyBudget::take`], saying which limit refused. The bytes are charged to the
+    /// budget `held` was first charged through, so that they are given back there.
+    fn charge(&self, n: usize, size: usize, held: &mut Held) -> Result<(), Limit> {
+        let charge = held.charge.get_or_insert_with(|| Charge {
+            budget: self.clone(),
+            bytes: 0,
+            large: 0,
+        });
+        let large = size > SMALL_BODY_BYTES;
+        charge.budget.debit(n, large)?;
+        charge.bytes += n;
+        if large {
+            charge.large += n;
+        }
+        Ok(())
+    }
 
-/// The first buffer of a body whose length is not announced; it doubles from there.
-const FIRST_BUFFER_BYTES: usize = 16 * 1024;
-
-/// Reads `body` to its end, or until more than `limit` bytes were read (then the unread rest
-/// comes back too), within `timeout` and `budget`. The data is copied into one buffer of its
-/// own as it arrives, sized by `Content-Length` when there is one (else doubling), and the
-/// budget is charged for that buffer's capacity, not the data's length: a frame of hyper's
-/// keeps its whole read buffer alive, so holding frames would hold more than they say.
-pub async fn read_up_to(
-    mut body: ClientBody,
-    limit: usize,
-    budget: &BodyBudget,
-    timeout: Duration,
-) -> Result<Read, ReadError> {
-    let deadline = Instant::now() + timeout;
-    let announced = body
-        .size_hint()
-        .exact()
-        .and_then(|n| usize::try_from(n).ok());
-    let mut held = Held::default();
-    let mut data = BytesMut::new();
-    let mut trailers = None;
-    let mut rest = None;
-    loop {
-        let frame = match tokio::time::timeout_at(deadline, body.frame()).await {
-            Err(_) => return Err(ReadError::Timeout(timeout)),
-            Ok(None) => break,
-            Ok(Some(frame)) => frame.map_err(ReadError::Client)?,
-        };
-        let chunk = match frame.into_data() {
-            Ok(chunk) => chunk,
-            Err(frame) => {
-                trailers = Some(frame);
-                continue;
+    fn debit(&self, n: usize, large: bool) -> Result<(), Limit> {
+        let shares = &self.pool.shares;
+        let mut ledger = self.pool.ledger();
+        let over = |held: usize, limit: usize| held.checked_add(n).is_none_or(|h| h > limit);
+        let proxy = self
+            .account
+            .as_ref()
+            .is_none_or(|a| a.listener == Listener::Proxy);
+        if let Some(account) = &self.account {
+            if over(account.held.load(Ordering::Relaxed), shares.per_connection) {
+                return Err(Limit::Connection);
             }
-        };
-        let needed = data.len() + chunk.len();
-        if needed > data.capacity() {
-            let first = announced
-                .filter(|n| *n <= limit)
-                .unwrap_or(FIRST_BUFFER_BYTES);
-            let target = needed.max(2 * data.capacity()).max(first);
-            if !budget.take(target - data.capacity(), target, &mut held) {
-                return Err(ReadError::OverBudget);
-            }
-            data.reserve(target - data.len());
-            // Whatever the allocator gave beyond the target is charged too.
-            let extra = data.capacity().saturating_sub(target);
-            if extra > 0 && !budget.take(extra, data.capacity(), &mut held) {
-                return Err(ReadError::OverBudget);
+            let key = (account.listener, account.peer);
+            let peer = ledger.peers.get(&key).copied().unwrap_or(0);
+            if over(peer, shares.per_peer) {
+                return Err(Limit::Peer);
             }
         }
-        data.extend_from_slice(&chunk);
-        if data.len() > limit {
-            rest = Some(Paced::new(body, timeout));
-            break;
+        if over(ledger.held, shares.total)
+            || (large && over(ledger.large, shares.large))
+            || (proxy && over(ledger.proxy, shares.proxy))
+        {
+            return Err(Limit::Budget);
         }
-    }
-    let mut frames = VecDeque::from([Frame::data(data.freeze())]);
-    frames.extend(trailers);
-    Ok(Read { frames, held, rest })
-}
-
-/// A request body streamed as it arrives, which may pause at most its timeout between frames.
-pub struct Paced {
-    body: ClientBody,
-    timeout: Duration,
-    timer: Pin<Box<Sleep>>,
-}
-
-impl Paced {
-    pub fn new(body: ClientBody, timeout: Duration) -> Self {
-        Paced {
-            body,
-            timeout,
-            timer: Box::pin(tokio::time::sleep(timeout)),
+        ledger.held += n;
+        if large {
+            ledger.large += n;
         }
+        if proxy {
+            ledger.proxy += n;
+        }
+        if let Some(account) = &self.account {
+            account.held.fetch_add(n, Ordering::Relaxed);
+            *ledger
+                .peers
+                .entry((account.listener, account.peer))
+                .or_default() += n;
+        }
+        Ok(())
     }
-}
 
-type BoxError = Box<dyn std::error::Error + Send + Sync>;
-
-impl Body for Paced {
-    type Data = Bytes;
-    type Error = BoxError;
-
-    fn poll_frame(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
-        let this = self.get_mut();
-        match Pin::new(&mut this.body).poll_frame(cx) {
-            Poll::Ready(frame) => {
-                let next = Instant::now() + this.timeout;
-                this.timer.as_mut().reset(next);
-                Poll::Ready(frame)
+    fn give_back(&self, n: usize, large: usize) {
+        let mut ledger = self.pool.ledger();
+        // Only what was debited comes back; saturating all the same, as a drop must not panic.
+        ledger.held = ledger.held.saturating_sub(n);
+        ledger.large = ledger.large.saturating_sub(large);
+        if self
+            .account
+            .as_ref()
+            .is_none_or(|a| a.listener == Listener::Proxy)
+        {
+            ledger.proxy = ledger.proxy.saturating_sub(n);
+        }
+        if let Some(account) = &self.account {
+            let left = account.held.load(Ordering::Relaxed).saturating_sub(n);
+            account.held.store(left, Ordering::Relaxed);
+            let key = (account.listener, account.peer);
+            if let Some(peer) = ledger.peers.get_mut(&key) {
+                *peer = peer.saturating_sub(n);
+                if *peer == 0 {
+                    ledger.peers.remove(&key);
+                }
             }
-            Poll::Pending => match this.timer.as_mut().poll(cx) {
-                Poll::Ready(()) => Poll::Ready(Some(Err(ReadError::Timeout(this.timeout).into()))),
-                Poll::Pending => Poll::Pending,
-            },
         }
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.body.is_end_stream()
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        self.body.size_hint()
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_budget_is_taken_and_given_back_and_a_quarter_is_kept_for_small_bodies() {
-        let mib = 1 << 20;
-        let budget = BodyBudget::new(8 * mib);
-        let mut large = Held::default();
-        assert!(budget.take(4 * mib, 4 * mib, &mut large));
-        assert!(budget.take(2 * mib, 6 * mib, &mut large));
-        assert_eq!(budget.held(), 6 * mib);
-        let mut other = Held::default();
-        assert!(
-            !budget.take(mib, mib, &mut other),
-            "large bodies get three quarters"
-        );
-        let mut small = Held::default();
-        assert!(
-            budget.take(1000, 1000, &mut small),
-            "a small body still fits"
-        );
-        assert_eq!(budget.held(), 6 * mib + 1000);
-        drop(large);
-        small.release();
-        assert_eq!(budget.held(), 0);
-        assert!(budget.take(6 * mib, 6 * mib, &mut other));
-    }
-}
+mod tests;

@@ -79,7 +79,7 @@ impl Proxy {
         let store = MemoryStore::new(hosted.max_entries, hosted.max_bytes, hosted.ttl);
         let mut seed = [0u8; 8];
         getrandom::fill(&mut seed)?;
-        let config_budget = config.clients.body_buffer_bytes;
+        let bodies = budget::BodyBudget::new(&config.clients);
         Ok(Proxy {
             store: Arc::new(Pairs::memory(store)),
             nonces: AtomicU64::new(u64::from_ne_bytes(seed)),
@@ -91,7 +91,7 @@ impl Proxy {
             end_streams: crate::drain::Signal::default(),
             progress: None,
             telemetry: None,
-            budget: budget::BodyBudget::new(config_budget),
+            budget: bodies,
         })
     }
 
@@ -195,11 +195,13 @@ impl Proxy {
         self.end_streams.raise();
     }
 
-    /// Forwards one request and returns the (possibly rewritten) response.
+    /// Forwards one request from `peer` and returns the (possibly rewritten) response; a body
+    /// read whole is held within `budget`, its connection's ([`budget::BodyBudget::connection`]).
     pub async fn handle(
         &self,
         request: Request<ClientBody>,
         peer: SocketAddr,
+        budget: &budget::BodyBudget,
     ) -> Response<ProxyBody> {
         let config = self.config();
         let (mut head, body) = request.into_parts();
@@ -263,19 +265,14 @@ impl Proxy {
             };
             (hub.clone(), trace_id)
         });
-        let prepared = request_body::prepare(
-            &mut head,
-            body,
-            &config,
-            &self.store,
-            &self.metrics,
-            &self.budget,
-        );
+        let prepared =
+            request_body::prepare(&mut head, body, &config, &self.store, &self.metrics, budget);
         let (body, facts) = match prepared.await {
             Ok(prepared) => prepared,
             Err(e) => return self.refuse_body(&e, log),
         };
         let refusal = facts.refusal.clone();
+        let fault = body.fault();
 
         let started = Instant::now();
         let timeout = config.proxy.header_timeout;
@@ -288,6 +285,11 @@ impl Proxy {
                 return self.refuse_body(&request_body::PrepareError::HostedPastLimit, log);
             }
             Ok(Err(e)) => {
+                if let Some(failure) = fault.take() {
+                    // The client's own body failed on its way: its error, not the upstream's.
+                    let error = request_body::PrepareError::Read(failure);
+                    return self.refuse_body(&error, log);
+                }
                 let kind = match e {
                     upstream::UpstreamError::Connect(_) => ProxyError::Unreachable,
                     _ => ProxyError::Upstream,
@@ -439,8 +441,9 @@ impl Proxy {
 use upstream::error_chain;
 
 impl Proxy {
-    /// The answer to a request body that is not forwarded: 400 (unreadable, or hosted items
-    /// past the read limit), 408 (too slow), 503 (over the body budget).
+    /// The answer to a request body that is not forwarded, or whose streamed part failed on
+    /// the client's side: 400 (unreadable, or hosted items past the read limit), 408 (too
+    /// slow), 503 (over the body budget or a share of it).
     fn refuse_body(
         &self,
         error: &request_body::PrepareError,
@@ -451,7 +454,8 @@ impl Proxy {
         let (status, code) = match error {
             PrepareError::Read(ReadError::Client(_)) => (400, "unreadable_body"),
             PrepareError::Read(ReadError::Timeout(_)) => (408, "request_body_timeout"),
-            PrepareError::Read(ReadError::OverBudget) => (503, "request_bodies_over_budget"),
+            PrepareError::Read(e) if e.is_over_budget() => (503, "request_bodies_over_budget"),
+            PrepareError::Read(_) => (400, "unreadable_body"),
             PrepareError::HostedPastLimit => (400, "hosted_items_past_read_limit"),
         };
         if let PrepareError::Read(read) = error {

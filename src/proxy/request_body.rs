@@ -23,7 +23,7 @@ use http::request::Parts;
 use http::{HeaderValue, Method, header};
 use http_body::{Body, Frame, SizeHint};
 
-use super::budget::{self, BodyBudget, Held, Paced, ReadError};
+use super::budget::{self, BodyBudget, Fault, Held, Paced, ReadError};
 use crate::config::Config;
 use crate::dialect::request::{declared_functions, previous_response_id, set_previous_response_id};
 use crate::hosted::request::{map_input, signed_ids};
@@ -53,6 +53,18 @@ impl RequestBody {
                 frames, rest: None, ..
             } => whole(frames),
             _ => None,
+        }
+    }
+
+    /// Where a failure of the part streamed from the client (cut short, malformed, too slow)
+    /// is told, so that it is answered as the client's error, not the upstream's.
+    pub fn fault(&self) -> Fault {
+        match self {
+            RequestBody::Streamed(body) => body.fault(),
+            RequestBody::Read {
+                rest: Some(rest), ..
+            } => rest.body.fault(),
+            RequestBody::Read { rest: None, .. } => Fault::default(),
         }
     }
 

@@ -17,6 +17,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
 
 use super::Proxy;
+use super::budget::Listener;
 use super::error::ProxyError;
 use crate::listen::{self, Shutdown};
 
@@ -78,9 +79,10 @@ pub async fn serve(
         connections.spawn(async move {
             let metrics = proxy.metrics().clone();
             metrics.connections_active.inc();
+            let budget = proxy.body_budget().connection(Listener::Proxy, peer.ip());
             let handle = move |request| {
-                let proxy = proxy.clone();
-                async move { proxy.handle(request, peer).await }
+                let (proxy, budget) = (proxy.clone(), budget.clone());
+                async move { proxy.handle(request, peer, &budget).await }
             };
             let (closed, result) = listen::serve(&builder, stream, &watch, &limits, handle).await;
             if let Err(error) = result {
