@@ -72,8 +72,9 @@ impl BodyBudget {
     }
 
     /// Takes `n` more bytes of the budget for a body whose buffer is then `size` bytes; false
-    /// when there are not that many left for it.
-    fn take(&self, n: usize, size: usize, held: &mut Held) -> bool {
+    /// when there are not that many left for it. (Also for the body a next turn's mapping
+    /// builds, `super::request_body`.)
+    pub(crate) fn take(&self, n: usize, size: usize, held: &mut Held) -> bool {
         let Ok(n) = u32::try_from(n) else {
             return false;
         };
