@@ -74,6 +74,11 @@ impl Key {
         }
     }
 
+    /// The key's bytes (to share it with the other replicas through Redis).
+    pub(crate) fn secret(&self) -> &[u8] {
+        &self.secret
+    }
+
     /// The process's random key.
     pub fn process() -> Key {
         PROCESS_KEY.clone()

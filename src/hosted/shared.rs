@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::Notify;
 
-use super::id::Owner;
+use super::id::{Key, Owner};
 use super::store::{Gone, MemoryStore, Pair, Tenant};
 use crate::progress::bus::link::Link;
 
@@ -50,6 +50,10 @@ pub struct Pairs {
 struct Shared {
     link: Arc<Link>,
     ttl: Duration,
+    /// The key the replicas share through Redis, when none was configured: put again (`NX`)
+    /// with each batch, so that Redis restarted without persistence gets the running
+    /// replicas' key back before a new replica can make another.
+    shared_key: Option<Key>,
     queue: Mutex<Queue>,
     wake: Notify,
 }
@@ -70,10 +74,16 @@ impl Pairs {
     }
 
     /// Also keeps pairs in Redis, through `link`; starts the writer on the current runtime.
-    pub fn shared(memory: MemoryStore, link: Arc<Link>, ttl: Duration) -> Self {
+    pub fn shared(
+        memory: MemoryStore,
+        link: Arc<Link>,
+        ttl: Duration,
+        shared_key: Option<Key>,
+    ) -> Self {
         let shared = Arc::new(Shared {
             link,
             ttl,
+            shared_key,
             queue: Mutex::default(),
             wake: Notify::new(),
         });
@@ -217,6 +227,11 @@ impl Shared {
                 continue;
             }
             let mut pipe = redis::pipe();
+            if let Some(shared) = &self.shared_key {
+                let name = super::shared_key::redis_key(&self.link.prefix);
+                pipe.cmd("SET").arg(name).arg(shared.secret()).arg("NX");
+                pipe.ignore();
+            }
             for (id, pair, owner) in &batch {
                 let key = key(&self.link.prefix, id);
                 pipe.cmd("SET")

@@ -113,7 +113,9 @@ impl Proxy {
         let config = self.config();
         let hosted = &config.hosted;
         let memory = MemoryStore::new(hosted.max_entries, hosted.max_bytes, hosted.ttl);
-        self.store = Arc::new(Pairs::shared(memory, link, hosted.ttl));
+        // A key not configured is the one the replicas share through Redis (`serve`).
+        let shared_key = (!hosted.key_configured).then(|| hosted.key.clone());
+        self.store = Arc::new(Pairs::shared(memory, link, hosted.ttl, shared_key));
         self
     }
 

@@ -430,6 +430,28 @@ async fn two_replicas_without_a_key_map_each_others_next_turns() {
             .any(|(k, ttl)| k == "tp-key:hosted:key" && *ttl < 0),
         "one shared key, kept without expiry: {keys:?}"
     );
+    // Redis loses it (a restart without persistence): the next pair a replica writes puts it
+    // back, the same, before a new replica could make another.
+    let mut conn = redis.connection();
+    let get = |conn: &mut redis::Connection| -> Option<String> {
+        redis::cmd("GET")
+            .arg("tp-key:hosted:key")
+            .query(conn)
+            .expect("GET")
+    };
+    let shared = get(&mut conn).expect("the key");
+    let _: () = redis::cmd("DEL")
+        .arg("tp-key:hosted:key")
+        .query(&mut conn)
+        .expect("DEL");
+    first_turn(a.listen, None, json!({})).await;
+    received(&mut gateway).await;
+    let deadline = std::time::Instant::now() + WAIT;
+    while get(&mut conn).is_none() {
+        assert!(std::time::Instant::now() < deadline, "never put back");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(get(&mut conn), Some(shared), "the running replicas' key");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
