@@ -13,6 +13,7 @@ pub mod client;
 pub mod error;
 pub mod headers;
 pub mod log;
+pub mod next_turn;
 pub mod request_body;
 pub mod server;
 pub mod upstream;

@@ -28,10 +28,11 @@ use http::{HeaderValue, Method, header};
 use http_body::{Body, Frame, SizeHint};
 
 use super::budget::{self, BodyBudget, Held, Paced, ReadError};
+use super::next_turn::{Mapping, owner};
 use crate::config::Config;
-use crate::dialect::request::{declared_functions, previous_response_id, set_previous_response_id};
+use crate::dialect::request::declared_functions;
 use crate::hosted::id::Owner;
-use crate::hosted::request::{self, map_input, signed_ids};
+use crate::hosted::request;
 use crate::hosted::scan::SignedIdScan;
 use crate::hosted::shared::Pairs;
 use crate::metrics::Metrics;
@@ -260,84 +261,6 @@ pub async fn prepare(
     }
     let rest = None;
     Ok((RequestBody::Read { frames, held, rest }, facts))
-}
-
-/// The caller a request's pairs belong to: its credentials, digested with the hosted key.
-pub fn owner(head: &Parts, config: &Config) -> Owner {
-    let value = |name: &str| head.headers.get(name).map(HeaderValue::as_bytes);
-    let authorization = value(header::AUTHORIZATION.as_str());
-    config.hosted.key.owner(authorization, value("api-key"))
-}
-
-/// What mapping a body read whole needs.
-#[derive(Clone, Copy)]
-struct Mapping<'a> {
-    config: &'a Config,
-    store: &'a Pairs,
-    metrics: &'a Metrics,
-    budget: &'a BodyBudget,
-}
-
-impl Mapping<'_> {
-    /// `whole` with its hosted items mapped back for `owner`, companions removed and
-    /// `previous_response_id` mended (`None` when nothing changed). The new body is bounded by
-    /// `[hosted] max_mapped_body_bytes` and charged to the body budget (into `held`) before it
-    /// is written.
-    async fn map(
-        &self,
-        whole: &[u8],
-        owner: Owner,
-        held: &mut Held,
-        now: std::time::Instant,
-    ) -> Result<Option<Vec<u8>>, PrepareError> {
-        let Mapping {
-            config,
-            store,
-            metrics,
-            budget,
-        } = *self;
-        let key = &config.hosted.key;
-        let found = store.lookup(&signed_ids(whole, key), owner, now).await;
-        let limit = config.hosted.max_mapped_body_bytes;
-        let (planned, mapped) = map_input(whole, key, &found, limit)?;
-        let mut body = match planned {
-            Some(planned) => {
-                if !budget.take(planned.len(), planned.len(), held) {
-                    return Err(ReadError::OverBudget.into());
-                }
-                Some(planned.into_bytes())
-            }
-            None => None,
-        };
-        if let Some(shown) = previous_response_id(whole)
-            && let Some(upstream) = store.response_id(&shown, owner, now).await
-            && let Some(mended) =
-                set_previous_response_id(body.as_deref().unwrap_or(whole), &upstream)
-        {
-            tracing::debug!(
-                shown,
-                upstream,
-                "previous_response_id mapped to the gateway's own"
-            );
-            body = Some(mended);
-        }
-        metrics.hosted_mapped(&mapped);
-        log_mapped(&mapped);
-        Ok(body)
-    }
-}
-
-fn log_mapped(mapped: &crate::hosted::request::Mapped) {
-    if mapped.from_content > 0 {
-        tracing::info!(
-            from_content = mapped.from_content,
-            "hosted items the store did not have for this caller (expired, another caller's, \
-             another deployment's): mapped from their own content"
-        );
-    }
-    if mapped.any() {
-        tracing::debug!(?mapped, "mapped the request's input for the gateway");
-    }
 }
 
 /// The bytes of a body read whole ([`budget::read_up_to`] puts them in one frame); `None`
