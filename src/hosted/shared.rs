@@ -9,9 +9,11 @@
 //! - A lookup takes what memory has and asks Redis for the rest with one `MGET`. **The next turn
 //!   may race the write**: a client can send it the moment it reads `response.completed`, to
 //!   another replica, while the pair is still queued here. So a verified id that Redis does not
-//!   have is asked for again after [`RACE_WAITS`] (at most 175 ms in all) before it is mapped
-//!   from its content. Only ids this deployment signed get there, so the wait costs nothing to
-//!   a forged id; it is paid once per request for a pair that really expired.
+//!   have (and this replica never saw) is asked for again after [`RACE_WAITS`] (at most 175 ms
+//!   in all) before it is mapped from its content or refused. Only ids this deployment signed
+//!   get there, so the wait costs nothing to a forged id; it is paid once per request for a
+//!   pair that really expired.
+//! - Each value carries its owner's digest: a pair is handed only to its caller.
 //!
 //! Stream tasks never wait for Redis: only a request body that holds hosted items does.
 
