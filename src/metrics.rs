@@ -94,11 +94,15 @@ pub struct Metrics {
     pub telemetry_spans: Family<Outcome, Counter>,
     /// Export requests to the OTLP collector, by result (ok, error).
     pub telemetry_exports: Family<Outcome, Counter>,
-    /// Hosted items of next-turn requests, by how they were mapped back: store, content,
-    /// dropped; and companions removed.
+    /// Hosted items of next-turn requests, by how they were mapped back: store, content;
+    /// and companions removed.
     pub hosted_mappings: Family<Outcome, Counter>,
     /// Pairs kept for the next turn (store).
     pub hosted_pairs_stored: Counter,
+    /// Next-turn requests refused (400) because their hosted items cannot be mapped back, by
+    /// reason: too_large, expired, evicted, another_caller, not_kept, unverified, ambiguous,
+    /// unreadable.
+    pub hosted_refusals: Family<HostedReason, Counter>,
     /// Upstream events that broke a stream rule toolpulse had to work around, by rule.
     pub upstream_violations: Family<Rule, Counter>,
     /// Tool calls left as the upstream sent them for a per-stream limit, by reason
@@ -122,6 +126,12 @@ pub struct Metrics {
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ListenerReason {
     pub listener: &'static str,
+    pub reason: &'static str,
+}
+
+/// Why a next-turn request was refused for its hosted items.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct HostedReason {
     pub reason: &'static str,
 }
 
@@ -168,6 +178,7 @@ impl Metrics {
             telemetry_exports: Family::default(),
             hosted_mappings: Family::default(),
             hosted_pairs_stored: Counter::default(),
+            hosted_refusals: Family::default(),
             upstream_violations: Family::default(),
             tool_calls_untracked: Family::default(),
             tool_call_arguments_dropped: Counter::default(),
@@ -313,8 +324,13 @@ impl Metrics {
         );
         r.register(
             "hosted_mappings",
-            "Hosted items of next-turn requests by how they were mapped back (store, content, dropped), and companions removed",
+            "Hosted items of next-turn requests by how they were mapped back (store, content), and companions removed",
             m.hosted_mappings.clone(),
+        );
+        r.register(
+            "hosted_refusals",
+            "Next-turn requests refused because their hosted items cannot be mapped back, by reason (too_large, expired, evicted, another_caller, not_kept, unverified, ambiguous, unreadable)",
+            m.hosted_refusals.clone(),
         );
         r.register(
             "hosted_pairs_stored",
@@ -348,7 +364,6 @@ impl Metrics {
         for (outcome, n) in [
             ("store", mapped.from_store),
             ("content", mapped.from_content),
-            ("dropped", mapped.dropped),
             ("companion_removed", mapped.companions),
         ] {
             if n > 0 {
@@ -357,6 +372,13 @@ impl Metrics {
                     .inc_by(n);
             }
         }
+    }
+
+    /// Counts a next-turn request refused for its hosted items (`reason` is one of a fixed few).
+    pub fn hosted_refused(&self, reason: &'static str) {
+        self.hosted_refusals
+            .get_or_create(&HostedReason { reason })
+            .inc();
     }
 
     pub fn tool_call(&self, kind: &'static str, outcome: &'static str, duration: Duration) {

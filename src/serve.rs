@@ -1,5 +1,8 @@
 //! Running toolpulse as a service: the proxy, MCP and admin listeners, readiness, signals.
 //!
+//! - With `[progress] bus` and no `[hosted] key`, the replicas' shared key is read from Redis
+//!   (made there by the first replica) before anything listens; Redis not answering for 30 s
+//!   stops the start (`crate::hosted::shared_key` says why).
 //! - SIGTERM/SIGINT: stop accepting, `/readyz` turns 503, in-flight streams get up to
 //!   `drain_timeout` to finish; then the rest are ended with their open calls closed. The MCP
 //!   listener (when configured) stops too: its GET streams end at once, answers to calls get
@@ -32,10 +35,17 @@ const TELEMETRY_FLUSH_TIMEOUT: std::time::Duration = std::time::Duration::from_s
 const FORCED_EXIT_CODE: i32 = 130;
 
 pub async fn run(
-    config: Config,
+    mut config: Config,
     config_path: Option<PathBuf>,
     overrides: Overrides,
 ) -> anyhow::Result<()> {
+    if let Some(bus) = &config.progress.bus
+        && !config.hosted.key_configured
+    {
+        // Every replica must verify the others' ids: without a configured key they share one.
+        let timeout = crate::hosted::shared_key::AGREE_TIMEOUT;
+        config.hosted.key = crate::hosted::shared_key::agree(bus, timeout).await?;
+    }
     let config = Arc::new(config);
     if let Some(warning) = config
         .proxy
@@ -55,13 +65,6 @@ pub async fn run(
         None => None,
     };
     if let Some(bus) = &bus {
-        if !config.hosted.key_configured {
-            tracing::warn!(
-                "[progress] bus without a [hosted] key (or TOOLPULSE_HOSTED_KEY): each replica \
-                 signs hosted item ids with a key of its own, so a next turn that reaches \
-                 another replica is mapped from the items' content, not from the shared store"
-            );
-        }
         proxy = proxy.with_shared_pairs(bus.link());
     }
     let hub = progress_hub(&config, bus);

@@ -15,6 +15,9 @@ use std::time::{Duration, Instant};
 
 use yaml_rust2::{Yaml, YamlLoader};
 
+mod common;
+use common::redis_server::RedisServer;
+
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 /// How long the binary may take to log that it listens.
 const START_TIMEOUT: Duration = Duration::from_secs(10);
@@ -982,9 +985,18 @@ fn loopback_args(entrypoint: &[String]) -> Vec<String> {
 }
 
 impl Running {
-    /// Starts the binary with `config`; `token` is the environment's progress token.
-    fn start(args: &[String], config: &Path, token: Option<&str>) -> Running {
+    /// Starts the binary with `config`; `token` is the environment's progress token, `env`
+    /// more of the environment.
+    fn start(
+        args: &[String],
+        config: &Path,
+        token: Option<&str>,
+        env: &[(&str, String)],
+    ) -> Running {
         let mut command = Command::new(env!("CARGO_BIN_EXE_toolpulse"));
+        command.env_remove(toolpulse::config::REDIS_URL_ENV);
+        command.env_remove(toolpulse::config::HOSTED_KEY_ENV);
+        command.envs(env.iter().map(|(k, v)| (k, v)));
         match token {
             Some(token) => command.env(toolpulse::config::PROGRESS_TOKEN_ENV, token),
             None => command.env_remove(toolpulse::config::PROGRESS_TOKEN_ENV),
@@ -1125,7 +1137,7 @@ fn the_image_entrypoint_serves_and_stops_on_sigterm() {
     let mut args = loopback_args(&docker.entrypoint());
     // As `docker run IMAGE --upstream URL`; port 9 (discard) is never connected to here.
     args.extend(["--upstream".to_string(), "http://127.0.0.1:9".to_string()]);
-    let running = Running::start(&args, &repo(&config), None);
+    let running = Running::start(&args, &repo(&config), None, &[]);
     assert!(running.listen.ip().is_loopback() && running.listen.port() != 0);
 
     assert!(
@@ -1183,7 +1195,15 @@ fn the_kubernetes_pod_answers_its_probes() {
     if let Some(extra) = container["args"].as_vec() {
         args.extend(extra.iter().map(|a| self::text(a, "args").to_string()));
     }
-    let running = Running::start(&args, &file, Some(TOKEN));
+    // Its bus: a real Redis where the Secret's redis-url would put it (the pods share their
+    // hosted id key through it, and wait for it at start); without redis-server, the key an
+    // operator can give instead.
+    let redis = RedisServer::start("the_kubernetes_pod_answers_its_probes");
+    let env = match &redis {
+        Some(redis) => [(toolpulse::config::REDIS_URL_ENV, redis.url())],
+        None => [(toolpulse::config::HOSTED_KEY_ENV, "k".repeat(32))],
+    };
+    let running = Running::start(&args, &file, Some(TOKEN), &env);
     for probe in ["readinessProbe", "livenessProbe"] {
         let path = self::text(&container[probe]["httpGet"]["path"], probe);
         assert_eq!(get(running.admin, path), 200, "{probe} {path}");

@@ -8,6 +8,7 @@
 //! max_bytes = 268435456     # bytes of pairs kept (256 MiB)
 //! ttl_ms = 86400000         # a pair is kept this long (24 h)
 //! max_json_bytes = 16777216 # a non-streaming response read whole to present it (16 MiB)
+//! max_mapped_body_bytes = 8388608 # a next turn's body once mapped back (8 MiB)
 //! ```
 
 use std::time::Duration;
@@ -24,6 +25,10 @@ pub const DEFAULT_MAX_ENTRIES: usize = 100_000;
 pub const DEFAULT_MAX_BYTES: usize = 256 << 20;
 pub const DEFAULT_TTL_MS: u64 = 24 * 3600 * 1000;
 pub const DEFAULT_MAX_JSON_BYTES: usize = 16 << 20;
+/// Twice the read limit: a body read whole (4 MiB at most) whose `item_reference`s each become
+/// a call and its output may grow, but not without bound (40,000 references to one pair of
+/// 10 KB would be 400 MB).
+pub const DEFAULT_MAX_MAPPED_BODY_BYTES: usize = 8 << 20;
 /// A key shorter than this is refused (HMAC wants at least the hash's strength).
 pub const MIN_KEY_BYTES: usize = 16;
 
@@ -36,6 +41,8 @@ pub struct HostedConfig {
     pub max_bytes: usize,
     pub ttl: Duration,
     pub max_json_bytes: usize,
+    /// The largest body a next turn's mapping may build; past it the client gets a 400.
+    pub max_mapped_body_bytes: usize,
 }
 
 impl Default for HostedConfig {
@@ -47,6 +54,7 @@ impl Default for HostedConfig {
             max_bytes: DEFAULT_MAX_BYTES,
             ttl: Duration::from_millis(DEFAULT_TTL_MS),
             max_json_bytes: DEFAULT_MAX_JSON_BYTES,
+            max_mapped_body_bytes: DEFAULT_MAX_MAPPED_BODY_BYTES,
         }
     }
 }
@@ -59,6 +67,7 @@ pub(super) struct RawHosted {
     max_bytes: usize,
     ttl_ms: Spanned<u64>,
     max_json_bytes: usize,
+    max_mapped_body_bytes: Spanned<usize>,
 }
 
 impl Default for RawHosted {
@@ -69,6 +78,7 @@ impl Default for RawHosted {
             max_bytes: DEFAULT_MAX_BYTES,
             ttl_ms: Spanned::new(0..0, DEFAULT_TTL_MS),
             max_json_bytes: DEFAULT_MAX_JSON_BYTES,
+            max_mapped_body_bytes: Spanned::new(0..0, DEFAULT_MAX_MAPPED_BODY_BYTES),
         }
     }
 }
@@ -105,6 +115,14 @@ pub(super) fn hosted(
             "must be at least 1".into(),
         ));
     }
+    if *raw.max_mapped_body_bytes.get_ref() == 0 {
+        let span = raw.max_mapped_body_bytes.span();
+        return Err(invalid(
+            "hosted.max_mapped_body_bytes".into(),
+            span,
+            "must be at least 1".into(),
+        ));
+    }
     Ok(HostedConfig {
         key_configured: key.is_some(),
         key: key.map_or_else(Key::process, |(k, _)| Key::new(k.as_bytes())),
@@ -112,5 +130,6 @@ pub(super) fn hosted(
         max_bytes: raw.max_bytes,
         ttl: Duration::from_millis(*raw.ttl_ms.get_ref()),
         max_json_bytes: raw.max_json_bytes,
+        max_mapped_body_bytes: *raw.max_mapped_body_bytes.get_ref(),
     })
 }

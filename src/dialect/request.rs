@@ -4,6 +4,7 @@
 //! which it never made. [`strip_companions`] removes them; nothing else changes.
 
 use std::borrow::Cow;
+use std::sync::Arc;
 
 use serde_json::value::RawValue;
 
@@ -18,10 +19,11 @@ pub const COMPANION_TYPES: &[&str] = &["mcp_call", "web_search_call", "file_sear
 /// items are cut out of the array's text, so every other byte stays as it was, but for the
 /// separators between the array's items.
 pub fn strip_companions(body: &[u8]) -> Option<Vec<u8>> {
-    rewrite_input(body, |head, _| match is_companion(head) {
+    let rewritten = rewrite_input(body, usize::MAX, |head, _| match is_companion(head) {
         true => Replace::Drop,
         false => Replace::Keep,
-    })
+    });
+    rewritten.ok().flatten().map(Rewritten::into_bytes)
 }
 
 /// What becomes of one `input` item.
@@ -29,8 +31,9 @@ pub fn strip_companions(body: &[u8]) -> Option<Vec<u8>> {
 pub enum Replace {
     Keep,
     Drop,
-    /// These items instead (JSON objects, already joined by `,`).
-    With(String),
+    /// These items instead (JSON objects, already joined by `,`). Shared, so that many items
+    /// replaced by one text (references to one id) cost one copy until the body is written.
+    With(Arc<str>),
 }
 
 /// The `type` and `id` of an input item.
@@ -38,52 +41,169 @@ pub enum Replace {
 pub struct ItemHead<'a> {
     pub kind: Option<Cow<'a, str>>,
     pub id: Option<Cow<'a, str>>,
+    /// Whether `type` or `id` appears more than once: readers disagree on which one counts.
+    pub repeated: bool,
+}
+
+/// The rewritten body would be larger than the bound it was given: nothing was built.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the rewritten body would be over {limit} bytes")]
+pub struct TooLarge {
+    pub limit: usize,
+}
+
+/// A body's new text, planned but not yet written: its length is known before any byte of it
+/// is copied, so a caller can charge (or refuse) it first.
+#[derive(Debug)]
+pub struct Rewritten<'a> {
+    body: &'a [u8],
+    /// Where the `input` array's text starts and ends in `body`.
+    span: (usize, usize),
+    items: Vec<Piece<'a>>,
+    len: usize,
+}
+
+#[derive(Debug)]
+enum Piece<'a> {
+    Kept(&'a str),
+    Shared(Arc<str>),
+}
+
+impl Piece<'_> {
+    fn text(&self) -> &str {
+        match self {
+            Piece::Kept(text) => text,
+            Piece::Shared(text) => text,
+        }
+    }
+}
+
+impl Rewritten<'_> {
+    /// The bytes of the new body.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Writes the new body (one allocation of exactly [`Rewritten::len`] bytes).
+    pub fn into_bytes(self) -> Vec<u8> {
+        let (start, end) = self.span;
+        let mut out = Vec::with_capacity(self.len);
+        out.extend_from_slice(&self.body[..start]);
+        out.push(b'[');
+        for (n, item) in self.items.iter().enumerate() {
+            if n > 0 {
+                out.push(b',');
+            }
+            out.extend_from_slice(item.text().as_bytes());
+        }
+        out.push(b']');
+        out.extend_from_slice(&self.body[end..]);
+        debug_assert_eq!(out.len(), self.len);
+        out
+    }
 }
 
 /// The body with each item of its `input` list kept, dropped or replaced as `decide` says;
-/// `None` when nothing changed, or the body is not a JSON object with an `input` list. Only the
-/// array's text changes: kept items keep their bytes, separators become `,`.
-pub fn rewrite_input(
-    body: &[u8],
+/// `Ok(None)` when nothing changed, or the body is not a JSON object with an `input` list. Only
+/// the array's text changes: kept items keep their bytes, separators become `,`. The new body
+/// is planned, not written: past `limit` bytes the planning stops at once (`TooLarge`), so a
+/// body of many small items each replaced by a large one is refused before it is built.
+pub fn rewrite_input<'a>(
+    body: &'a [u8],
+    limit: usize,
     mut decide: impl FnMut(&ItemHead<'_>, &RawValue) -> Replace,
-) -> Option<Vec<u8>> {
-    let text = std::str::from_utf8(body).ok()?;
-    let input = members::get(text, "input")?;
-    let items: Vec<&RawValue> = serde_json::from_str(input.get()).ok()?;
-    let mut changed = false;
-    let mut kept: Vec<Cow<'_, str>> = Vec::with_capacity(items.len());
-    for item in items {
-        let mut head = ItemHead::default();
-        let read = members::each(item.get(), |key, value| match key {
-            "type" => head.kind = members::string(value).ok().flatten(),
-            "id" => head.id = members::string(value).ok().flatten(),
-            _ => {}
-        });
-        let decision = match read {
-            Ok(()) => decide(&head, item),
-            Err(_) => Replace::Keep,
-        };
-        match decision {
-            Replace::Keep => kept.push(Cow::Borrowed(item.get())),
-            Replace::Drop => changed = true,
-            Replace::With(items) => {
-                changed = true;
-                kept.push(Cow::Owned(items));
-            }
-        }
-    }
-    if !changed {
-        return None;
-    }
+) -> Result<Option<Rewritten<'a>>, TooLarge> {
+    let Some(text) = std::str::from_utf8(body).ok() else {
+        return Ok(None);
+    };
+    let Some(input) = members::get(text, "input") else {
+        return Ok(None);
+    };
+    let Ok(items) = serde_json::from_str::<Vec<&RawValue>>(input.get()) else {
+        return Ok(None);
+    };
     let start = input.get().as_ptr() as usize - text.as_ptr() as usize;
     let end = start + input.get().len();
-    let mut out = Vec::with_capacity(body.len());
-    out.extend_from_slice(&body[..start]);
-    out.push(b'[');
-    out.extend_from_slice(kept.join(",").as_bytes());
-    out.push(b']');
-    out.extend_from_slice(&body[end..]);
-    Some(out)
+    // The text around the array, its brackets, and a separator per item (one too many).
+    let mut len = body.len() - (end - start) + 2;
+    let mut changed = false;
+    let mut kept = Vec::with_capacity(items.len());
+    for item in items {
+        let decision = match head(item.get()) {
+            Some(head) => decide(&head, item),
+            None => Replace::Keep,
+        };
+        let piece = match decision {
+            Replace::Keep => Piece::Kept(item.get()),
+            Replace::Drop => {
+                changed = true;
+                continue;
+            }
+            Replace::With(items) => {
+                changed = true;
+                Piece::Shared(items)
+            }
+        };
+        len = len.saturating_add(piece.text().len() + 1);
+        if len.saturating_sub(1) > limit {
+            return Err(TooLarge { limit });
+        }
+        kept.push(piece);
+    }
+    if !changed {
+        return Ok(None);
+    }
+    let len = len - usize::from(!kept.is_empty());
+    Ok(Some(Rewritten {
+        body,
+        span: (start, end),
+        items: kept,
+        len,
+    }))
+}
+
+/// The `type` and `id` of one item; `None` when it is not a JSON object.
+fn head(item: &str) -> Option<ItemHead<'_>> {
+    let mut head = ItemHead::default();
+    let (mut kinds, mut ids) = (0, 0);
+    let read = members::each(item, |key, value| match key {
+        "type" => {
+            kinds += 1;
+            head.kind = members::string(value).ok().flatten();
+        }
+        "id" => {
+            ids += 1;
+            head.id = members::string(value).ok().flatten();
+        }
+        _ => {}
+    });
+    head.repeated = kinds > 1 || ids > 1;
+    read.ok().map(|()| head)
+}
+
+/// Whether `body` is one JSON object (the only body whose `input` toolpulse maps).
+pub fn is_object(body: &[u8]) -> bool {
+    std::str::from_utf8(body).is_ok_and(|text| members::each(text, |_, _| {}).is_ok())
+}
+
+/// The first key the top level of a JSON object names more than once; `None` when it names
+/// each once, or `body` is not a JSON object. Readers of such a body disagree on its meaning:
+/// toolpulse reads the last, some gateways the first.
+pub fn repeated_key(body: &[u8]) -> Option<String> {
+    let text = std::str::from_utf8(body).ok()?;
+    let mut seen = std::collections::HashSet::new();
+    let mut repeated = None;
+    members::each(text, |key, _| {
+        if repeated.is_none() && !seen.insert(key.to_string()) {
+            repeated = Some(key.to_string());
+        }
+    })
+    .ok()?;
+    repeated
 }
 
 /// The body with its top-level `previous_response_id` replaced by `id` (every other byte as

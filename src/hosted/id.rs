@@ -74,6 +74,11 @@ impl Key {
         }
     }
 
+    /// The key's bytes (to share it with the other replicas through Redis).
+    pub(crate) fn secret(&self) -> &[u8] {
+        &self.secret
+    }
+
     /// The process's random key.
     pub fn process() -> Key {
         PROCESS_KEY.clone()
@@ -125,6 +130,76 @@ impl Key {
             .zip(given)
             .fold(0u8, |acc, (a, b)| acc | (a ^ b));
         (diff == 0).then_some(call_id)
+    }
+}
+
+/// The `call_id` an id carries, read without the key: for an item whose id does not verify
+/// (made before a restart under another key), so that a pair built from its own content keeps
+/// the gateway's call id. Not a proof of anything: only what the item itself says.
+pub fn carried_call_id(id: &str) -> Option<String> {
+    let rest = id.strip_prefix(PREFIX)?;
+    let (encoded, tail) = rest.split_once('.')?;
+    if encoded.is_empty()
+        || encoded.len() > MAX_CALL_ID_BYTES * 4 / 3 + 4
+        || tail.len() != TAIL_CHARS
+    {
+        return None;
+    }
+    String::from_utf8(URL_SAFE_NO_PAD.decode(encoded).ok()?).ok()
+}
+
+/// Whose request a stored pair answers: a digest of the caller's credentials (`Authorization`
+/// and `api-key`, each as given, or absent), keyed by the deployment's key so that Redis holds
+/// nothing a credential can be guessed from. Requests without either share one owner.
+#[derive(Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct Owner([u8; 16]);
+
+impl std::fmt::Debug for Owner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Owner({:02x}{:02x}…)", self.0[0], self.0[1])
+    }
+}
+
+impl Owner {
+    /// The owner of requests that hold no credentials (tests, a gateway without auth).
+    pub const ANONYMOUS: Owner = Owner([0; 16]);
+
+    pub fn as_bytes(&self) -> &[u8; 16] {
+        &self.0
+    }
+
+    pub fn from_bytes(bytes: [u8; 16]) -> Owner {
+        Owner(bytes)
+    }
+}
+
+impl Key {
+    /// The owner of a request with these credentials (header values as sent).
+    pub fn owner(&self, authorization: Option<&[u8]>, api_key: Option<&[u8]>) -> Owner {
+        if authorization.is_none() && api_key.is_none() {
+            return Owner::ANONYMOUS;
+        }
+        let mut mac = Hmac::clone(&self.keyed);
+        // A message no id's MAC can have: ids start with an 8-byte nonce, then the call id;
+        // this starts with a label and lengths.
+        mac.update(b"\0toolpulse owner\0");
+        for value in [authorization, api_key] {
+            match value {
+                Some(value) => {
+                    mac.update(&(value.len() as u64 + 1).to_be_bytes());
+                    mac.update(value);
+                }
+                None => mac.update(&0u64.to_be_bytes()),
+            }
+        }
+        let full = mac.finalize().into_bytes();
+        let mut out = [0u8; 16];
+        out.copy_from_slice(&full[..16]);
+        // Never the anonymous owner: a credential's pairs must not match a request without one.
+        if out == [0; 16] {
+            out[0] = 1;
+        }
+        Owner(out)
     }
 }
 
@@ -189,6 +264,25 @@ mod tests {
         ] {
             assert_eq!(key.verify(&forged), None, "{forged}");
         }
+    }
+
+    #[test]
+    fn owners_differ_by_credentials_and_the_call_id_is_readable_without_the_key() {
+        let key = Key::new(b"a key of sixteen bytes");
+        let a = key.owner(Some(b"Bearer a"), None);
+        assert_eq!(a, key.owner(Some(b"Bearer a"), None));
+        assert_ne!(a, key.owner(Some(b"Bearer b"), None));
+        assert_ne!(a, key.owner(None, Some(b"Bearer a")), "another header");
+        assert_ne!(
+            a,
+            Key::new(b"another key of 16 b").owner(Some(b"Bearer a"), None)
+        );
+        assert_eq!(key.owner(None, None), Owner::ANONYMOUS);
+        assert_ne!(key.owner(Some(b""), None), Owner::ANONYMOUS);
+        let id = key.id_for("call_7", 3);
+        assert_eq!(carried_call_id(&id).as_deref(), Some("call_7"));
+        assert_eq!(carried_call_id("tph_.x"), None);
+        assert_eq!(carried_call_id("fc_1"), None);
     }
 
     #[test]

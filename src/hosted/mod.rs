@@ -5,7 +5,10 @@
 
 pub mod id;
 pub mod json;
+pub mod refusal;
 pub mod request;
 pub mod scan;
+pub mod share;
 pub mod shared;
+pub mod shared_key;
 pub mod store;

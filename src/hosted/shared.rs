@@ -9,9 +9,11 @@
 //! - A lookup takes what memory has and asks Redis for the rest with one `MGET`. **The next turn
 //!   may race the write**: a client can send it the moment it reads `response.completed`, to
 //!   another replica, while the pair is still queued here. So a verified id that Redis does not
-//!   have is asked for again after [`RACE_WAITS`] (at most 175 ms in all) before it is mapped
-//!   from its content. Only ids this deployment signed get there, so the wait costs nothing to
-//!   a forged id; it is paid once per request for a pair that really expired.
+//!   have (and this replica never saw) is asked for again after [`RACE_WAITS`] (at most 175 ms
+//!   in all) before it is mapped from its content or refused. Only ids this deployment signed
+//!   get there, so the wait costs nothing to a forged id; it is paid once per request for a
+//!   pair that really expired.
+//! - Each value carries its owner's digest: a pair is handed only to its caller.
 //!
 //! Stream tasks never wait for Redis: only a request body that holds hosted items does.
 
@@ -22,7 +24,8 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::Notify;
 
-use super::store::{MemoryStore, Pair, PairStore};
+use super::id::{Key, Owner};
+use super::store::{Gone, MemoryStore, Pair, Tenant};
 use crate::progress::bus::link::Link;
 
 /// Pairs waiting for the writer; beyond it they are kept in memory only.
@@ -49,13 +52,17 @@ pub struct Pairs {
 struct Shared {
     link: Arc<Link>,
     ttl: Duration,
+    /// The key the replicas share through Redis, when none was configured: put again (`NX`)
+    /// with each batch, so that Redis restarted without persistence gets the running
+    /// replicas' key back before a new replica can make another.
+    shared_key: Option<Key>,
     queue: Mutex<Queue>,
     wake: Notify,
 }
 
 #[derive(Default)]
 struct Queue {
-    pairs: VecDeque<(String, Pair)>,
+    pairs: VecDeque<(String, Pair, Owner)>,
     bytes: usize,
 }
 
@@ -69,10 +76,16 @@ impl Pairs {
     }
 
     /// Also keeps pairs in Redis, through `link`; starts the writer on the current runtime.
-    pub fn shared(memory: MemoryStore, link: Arc<Link>, ttl: Duration) -> Self {
+    pub fn shared(
+        memory: MemoryStore,
+        link: Arc<Link>,
+        ttl: Duration,
+        shared_key: Option<Key>,
+    ) -> Self {
         let shared = Arc::new(Shared {
             link,
             ttl,
+            shared_key,
             queue: Mutex::default(),
             wake: Notify::new(),
         });
@@ -84,30 +97,34 @@ impl Pairs {
         }
     }
 
-    pub fn put(&self, id: &str, pair: Pair, now: Instant) {
+    /// Keeps `pair` behind `id` for `tenant` (in memory at once, in Redis soon); `false` when
+    /// memory could not keep it (larger than a response's share).
+    pub fn put(&self, id: &str, pair: Pair, tenant: Tenant, now: Instant) -> bool {
         if let Some(shared) = &self.shared {
-            shared.queue(id, pair.clone());
+            shared.queue(id, pair.clone(), tenant.owner);
         }
-        self.memory.put(id, pair, now);
+        self.memory.put(id, pair, tenant, now)
     }
 
-    /// The pairs of `ids` that memory or Redis has, waiting briefly for ones Redis may be about
+    /// The pairs of `ids` (distinct) for a request of `owner`, or why each has none: memory,
+    /// then Redis for what memory does not hand out, waiting briefly for ids Redis may be about
     /// to get (see the module's note).
-    pub async fn lookup(&self, ids: &[String], now: Instant) -> Found {
+    pub async fn lookup(&self, ids: &[String], owner: Owner, now: Instant) -> Found {
         let mut found = HashMap::new();
         let mut missing = Vec::new();
         for id in ids {
-            match self.memory.get(id, now) {
-                Some(pair) => {
-                    found.insert(id.clone(), pair);
-                }
-                None => missing.push(id.clone()),
+            let kept = self.memory.get(id, owner, now);
+            if matches!(kept, Err(Gone::Expired | Gone::Evicted | Gone::NotKept)) {
+                missing.push(id.clone());
             }
+            found.insert(id.clone(), kept);
         }
         if let Some(shared) = &self.shared {
             let mut waits = RACE_WAITS.iter();
             while !missing.is_empty() && shared.link.is_up() {
-                missing = shared.fetch(missing, &mut found).await;
+                missing = shared.fetch(missing, owner, &mut found).await;
+                // Only ids this replica never saw may be on their way to Redis.
+                missing.retain(|id| matches!(found.get(id), Some(Err(Gone::NotKept))));
                 match waits.next() {
                     Some(wait) if !missing.is_empty() => tokio::time::sleep(*wait).await,
                     _ => break,
@@ -119,11 +136,11 @@ impl Pairs {
 
     /// The gateway's id behind a response id a client was shown in its place (the stream's
     /// `response.created` id where the gateway later changed it), for the next turn's
-    /// `previous_response_id`: memory, then Redis once, without waiting for a write in flight
-    /// (every chained request asks, so it must cost nothing where no id was ever mended:
-    /// Redis is asked only once this process has mended one).
-    pub async fn response_id(&self, shown: &str, now: Instant) -> Option<String> {
-        if let Some(entry) = self.memory.get(shown, now) {
+    /// `previous_response_id` of the same caller: memory, then Redis once, without waiting for
+    /// a write in flight (every chained request asks, so it must cost nothing where no id was
+    /// ever mended: Redis is asked only once this process has mended one).
+    pub async fn response_id(&self, shown: &str, owner: Owner, now: Instant) -> Option<String> {
+        if let Ok(entry) = self.memory.get(shown, owner, now) {
             return entry.as_response_id();
         }
         let shared = self.shared.as_ref()?;
@@ -131,14 +148,16 @@ impl Pairs {
             return None;
         }
         let mut found = HashMap::new();
-        shared.fetch(vec![shown.to_string()], &mut found).await;
-        found.get(shown)?.as_response_id()
+        shared
+            .fetch(vec![shown.to_string()], owner, &mut found)
+            .await;
+        found.remove(shown)?.ok()?.as_response_id()
     }
 
     /// Keeps the gateway's id behind a response id a client was shown.
-    pub fn put_response_id(&self, shown: &str, upstream: &str, now: Instant) {
+    pub fn put_response_id(&self, shown: &str, upstream: &str, tenant: Tenant, now: Instant) {
         self.mended_ids.store(true, Ordering::Relaxed);
-        self.put(shown, Pair::response_id(upstream), now);
+        self.put(shown, Pair::response_id(upstream), tenant, now);
     }
 
     /// Entries and bytes in this process's memory.
@@ -147,17 +166,18 @@ impl Pairs {
     }
 }
 
-/// The pairs one request's lookup found, as a store for [`super::request::map_input`].
+/// The pairs one request's lookup found, or why there was none, by id.
 #[derive(Debug, Default)]
-pub struct Found(pub HashMap<String, Pair>);
+pub struct Found(pub HashMap<String, Result<Pair, Gone>>);
 
-impl PairStore for Found {
-    fn put(&self, _: &str, _: Pair, _: Instant) {}
-    fn get(&self, id: &str, _: Instant) -> Option<Pair> {
-        self.0.get(id).cloned()
-    }
-    fn size(&self) -> (usize, usize) {
-        (self.0.len(), 0)
+impl Found {
+    /// What the lookup said of `id`; an id it was not asked for is not kept.
+    pub fn get(&self, id: &str) -> Result<&Pair, Gone> {
+        match self.0.get(id) {
+            Some(Ok(pair)) => Ok(pair),
+            Some(Err(why)) => Err(*why),
+            None => Err(Gone::NotKept),
+        }
     }
 }
 
@@ -166,7 +186,7 @@ impl Shared {
         self.queue.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn queue(&self, id: &str, pair: Pair) {
+    fn queue(&self, id: &str, pair: Pair, owner: Owner) {
         let bytes = id.len() + pair.call_item.len() + pair.output_item.len();
         let mut queue = self.lock();
         if queue.pairs.len() >= MAX_QUEUED_PAIRS || queue.bytes + bytes > MAX_QUEUED_BYTES {
@@ -175,16 +195,16 @@ impl Shared {
             return;
         }
         queue.bytes += bytes;
-        queue.pairs.push_back((id.to_string(), pair));
+        queue.pairs.push_back((id.to_string(), pair, owner));
         drop(queue);
         self.wake.notify_one();
     }
 
-    fn take(&self) -> Vec<(String, Pair)> {
+    fn take(&self) -> Vec<(String, Pair, Owner)> {
         let mut queue = self.lock();
         let n = queue.pairs.len().min(BATCH);
         let batch: Vec<_> = queue.pairs.drain(..n).collect();
-        for (id, pair) in &batch {
+        for (id, pair, _) in &batch {
             queue.bytes -= id.len() + pair.call_item.len() + pair.output_item.len();
         }
         if !queue.pairs.is_empty() {
@@ -209,11 +229,16 @@ impl Shared {
                 continue;
             }
             let mut pipe = redis::pipe();
-            for (id, pair) in &batch {
+            if let Some(shared) = &self.shared_key {
+                let name = super::shared_key::redis_key(&self.link.prefix);
+                pipe.cmd("SET").arg(name).arg(shared.secret()).arg("NX");
+                pipe.ignore();
+            }
+            for (id, pair, owner) in &batch {
                 let key = key(&self.link.prefix, id);
                 pipe.cmd("SET")
                     .arg(key)
-                    .arg(encode(pair))
+                    .arg(encode(pair, *owner))
                     .arg("PX")
                     .arg(ttl);
                 pipe.ignore();
@@ -225,8 +250,14 @@ impl Shared {
         }
     }
 
-    /// Moves the pairs Redis has into `found`; returns the ids it did not have.
-    async fn fetch(&self, ids: Vec<String>, found: &mut HashMap<String, Pair>) -> Vec<String> {
+    /// Puts what Redis has of `ids` into `found` (the pair, or another caller's); returns the
+    /// ids it did not have.
+    async fn fetch(
+        &self,
+        ids: Vec<String>,
+        owner: Owner,
+        found: &mut HashMap<String, Result<Pair, Gone>>,
+    ) -> Vec<String> {
         let mut command = redis::cmd("MGET");
         for id in &ids {
             command.arg(key(&self.link.prefix, id));
@@ -239,8 +270,11 @@ impl Shared {
         let mut missing = Vec::new();
         for (id, value) in ids.into_iter().zip(values) {
             match value.as_deref().and_then(decode) {
-                Some(pair) => {
-                    found.insert(id, pair);
+                Some((whose, pair)) if whose == owner => {
+                    found.insert(id, Ok(pair));
+                }
+                Some(_) => {
+                    found.insert(id, Err(Gone::AnotherCaller));
                 }
                 None => missing.push(id),
             }
@@ -253,29 +287,41 @@ fn key(prefix: &str, id: &str) -> String {
     format!("{prefix}:hosted:{id}")
 }
 
-/// `<length of the call item>:<call item><output item>`: both are JSON objects whose text is
-/// kept exactly.
-fn encode(pair: &Pair) -> String {
-    format!(
-        "{}:{}{}",
-        pair.call_item.len(),
-        pair.call_item,
-        pair.output_item
-    )
+/// `<owner, 32 hex digits>/<length of the call item>:<call item><output item>`: both items
+/// are JSON objects whose text is kept exactly. (A value without its owner, written before
+/// pairs had one, is not handed to anyone.)
+fn encode(pair: &Pair, owner: Owner) -> String {
+    let mut out = String::with_capacity(48 + pair.call_item.len() + pair.output_item.len());
+    for byte in owner.as_bytes() {
+        out.push_str(&format!("{byte:02x}"));
+    }
+    out.push_str(&format!("/{}:", pair.call_item.len()));
+    out.push_str(&pair.call_item);
+    out.push_str(&pair.output_item);
+    out
 }
 
-fn decode(value: &[u8]) -> Option<Pair> {
+fn decode(value: &[u8]) -> Option<(Owner, Pair)> {
     let text = std::str::from_utf8(value).ok()?;
-    let (length, rest) = text.split_once(':')?;
+    let (owner, rest) = text.split_once('/')?;
+    if owner.len() != 32 {
+        return None;
+    }
+    let mut bytes = [0u8; 16];
+    for (n, byte) in bytes.iter_mut().enumerate() {
+        *byte = u8::from_str_radix(owner.get(2 * n..2 * n + 2)?, 16).ok()?;
+    }
+    let (length, rest) = rest.split_once(':')?;
     let length: usize = length.parse().ok()?;
     if !rest.is_char_boundary(length) {
         return None;
     }
     let (call_item, output_item) = rest.split_at(length);
-    Some(Pair {
+    let pair = Pair {
         call_item: call_item.to_string(),
         output_item: output_item.to_string(),
-    })
+    };
+    Some((Owner::from_bytes(bytes), pair))
 }
 
 #[cfg(test)]
@@ -288,8 +334,12 @@ mod tests {
             call_item: r#"{"type":"function_call","arguments":"{\"q\":\"é:1\"}"}"#.into(),
             output_item: r#"{"type":"function_call_output","output":"12:ab"}"#.into(),
         };
-        assert_eq!(decode(encode(&pair).as_bytes()), Some(pair));
-        for bad in ["", "x", "5:ab", "99:{}", "1:\u{e9}x"] {
+        let owner = Owner::from_bytes([0xa5; 16]);
+        assert_eq!(decode(encode(&pair, owner).as_bytes()), Some((owner, pair)));
+        let anonymous = encode(&Pair::response_id("r"), Owner::ANONYMOUS);
+        assert!(anonymous.starts_with("00000000000000000000000000000000/3:"));
+        let old = "5:ab";
+        for bad in ["", "x", old, "99:{}", "1:\u{e9}x", "zz/1:{}", "0/1:{}"] {
             assert_eq!(decode(bad.as_bytes()), None, "{bad}");
         }
     }

@@ -23,7 +23,7 @@ use super::upstream::UpstreamBody;
 use super::upstream::body::BoxError;
 use crate::drain::Watch;
 use crate::hosted::shared::Pairs;
-use crate::hosted::store::Pair;
+use crate::hosted::store::{Pair, Tenant};
 use crate::metrics::EventType;
 use crate::progress::local::StreamHandle;
 use crate::rewrite::{Observation, Rewriter};
@@ -74,7 +74,7 @@ impl ProxyBody {
         log.stream = Some((StreamEnd::ClientGone, rewriter.stats()));
         let mut body = RewriteBody::new(upstream, rewriter, drain, sinks.unconfigured, log);
         body.progress = sinks.progress;
-        body.store = Some(sinks.store);
+        body.store = Some((sinks.store, sinks.tenant));
         ProxyBody {
             inner: Inner::Rewritten(Box::new(body)),
             log: None,
@@ -144,6 +144,8 @@ pub struct Sinks {
     pub progress: Option<StreamHandle>,
     /// The next-turn store of hosted items' pairs.
     pub store: Arc<Pairs>,
+    /// Whose pairs this stream's are: the caller's, and this response's.
+    pub tenant: Tenant,
 }
 
 pub struct RewriteBody {
@@ -166,8 +168,8 @@ pub struct RewriteBody {
     unconfigured: Arc<Reported>,
     /// The stream's registration for out-of-band progress, when a progress source is on.
     progress: Option<StreamHandle>,
-    /// The next-turn store of hosted items' pairs.
-    store: Option<Arc<Pairs>>,
+    /// The next-turn store of hosted items' pairs, and whose this stream's are.
+    store: Option<(Arc<Pairs>, Tenant)>,
     log: RequestLog,
 }
 
@@ -252,8 +254,9 @@ impl RewriteBody {
                 }
                 Observation::Progress { .. } => {}
                 Observation::ResponseId { shown, upstream } => {
-                    if let Some(store) = store {
-                        store.put_response_id(&shown, &upstream, std::time::Instant::now());
+                    if let Some((store, tenant)) = store {
+                        let now = std::time::Instant::now();
+                        store.put_response_id(&shown, &upstream, *tenant, now);
                     }
                 }
                 Observation::HostedPair {
@@ -262,13 +265,14 @@ impl RewriteBody {
                     output_item,
                     ..
                 } => {
-                    if let Some(store) = store {
+                    if let Some((store, tenant)) = store {
                         let pair = Pair {
                             call_item,
                             output_item,
                         };
-                        store.put(&id, pair, std::time::Instant::now());
-                        log.metrics().hosted_pairs_stored.inc();
+                        if store.put(&id, pair, *tenant, std::time::Instant::now()) {
+                            log.metrics().hosted_pairs_stored.inc();
+                        }
                     }
                 }
             }

@@ -70,7 +70,7 @@ pub fn invalid_request(code: &str, message: &str) -> Response<ProxyBody> {
 /// A request toolpulse itself refuses with `status`, OpenAI-style; a 503 says when to retry.
 pub fn refused(status: StatusCode, code: &str, message: &str) -> Response<ProxyBody> {
     let body = json!({
-        "error": {"message": message, "type": "invalid_request_error", "code": code}
+        "error": {"message": message, "type": "invalid_request_error", "param": null, "code": code}
     });
     let mut response = Response::new(ProxyBody::full(Bytes::from(body.to_string())));
     *response.status_mut() = status;

@@ -13,6 +13,7 @@ pub mod client;
 pub mod error;
 pub mod headers;
 pub mod log;
+pub mod next_turn;
 pub mod request_body;
 pub mod server;
 pub mod upstream;
@@ -27,7 +28,7 @@ use http::{Request, Response, Uri};
 
 use crate::config::Config;
 use crate::hosted::shared::Pairs;
-use crate::hosted::store::MemoryStore;
+use crate::hosted::store::{MemoryStore, Tenant};
 use crate::metrics::{Metrics, Outcome};
 use crate::profiles;
 use crate::progress::TraceId;
@@ -113,7 +114,9 @@ impl Proxy {
         let config = self.config();
         let hosted = &config.hosted;
         let memory = MemoryStore::new(hosted.max_entries, hosted.max_bytes, hosted.ttl);
-        self.store = Arc::new(Pairs::shared(memory, link, hosted.ttl));
+        // A key not configured is the one the replicas share through Redis (`serve`).
+        let shared_key = (!hosted.key_configured).then(|| hosted.key.clone());
+        self.store = Arc::new(Pairs::shared(memory, link, hosted.ttl, shared_key));
         self
     }
 
@@ -182,6 +185,11 @@ impl Proxy {
         new.progress.bind_window = current.progress.bind_window;
         new.telemetry = current.telemetry.clone();
         new.clients = current.clients.clone();
+        // Without a configured key, the one in use stays (the process's, or the one the
+        // replicas share through Redis): a new one would orphan every id given out.
+        if !new.hosted.key_configured {
+            new.hosted.key = current.hosted.key.clone();
+        }
         *current = Arc::new(new);
         self.unconfigured.forget();
         self.metrics
@@ -318,7 +326,11 @@ impl Proxy {
         let is_stream = headers::is_event_stream(&head.headers);
         if responses_create && !is_stream && shape.contains(&profiles::Profile::Hosted) {
             let nonce = self.nonces.fetch_add(1, Ordering::Relaxed);
-            let facts = (&facts.client_functions[..], nonce);
+            let tenant = Tenant {
+                owner: facts.owner,
+                response: nonce,
+            };
+            let facts = (&facts.client_functions[..], tenant);
             match self.present_json(&mut head, body, &config, facts).await {
                 Ok(body) => {
                     log.response = "presented";
@@ -369,6 +381,10 @@ impl Proxy {
             unconfigured: self.unconfigured.clone(),
             progress: progress.map(|(hub, trace_id)| hub.stream(Some(trace_id))),
             store: self.store.clone(),
+            tenant: Tenant {
+                owner: facts.owner,
+                response: nonce,
+            },
         };
         let body = ProxyBody::rewritten(body, rewriter, drain, sinks, log);
         Response::from_parts(head, body)
@@ -382,7 +398,7 @@ impl Proxy {
         head: &mut http::response::Parts,
         body: upstream::UpstreamBody,
         config: &Config,
-        (client_functions, nonce): (&[String], u64),
+        (client_functions, tenant): (&[String], Tenant),
     ) -> Result<ProxyBody, upstream::UpstreamBody> {
         let is_json = head
             .headers
@@ -413,13 +429,15 @@ impl Proxy {
             }
         };
         let now = std::time::Instant::now();
+        let nonce = tenant.response;
         let presented = crate::hosted::json::present(&whole, config, client_functions, nonce, now);
         let Some(presented) = presented else {
             return Ok(ProxyBody::full(whole));
         };
         for (id, pair) in presented.pairs {
-            self.store.put(&id, pair, now);
-            self.metrics.hosted_pairs_stored.inc();
+            if self.store.put(&id, pair, tenant, now) {
+                self.metrics.hosted_pairs_stored.inc();
+            }
         }
         let length = http::HeaderValue::from(presented.body.len());
         head.headers.insert(http::header::CONTENT_LENGTH, length);
@@ -442,8 +460,8 @@ use upstream::error_chain;
 
 impl Proxy {
     /// The answer to a request body that is not forwarded, or whose streamed part failed on
-    /// the client's side: 400 (unreadable, or hosted items past the read limit), 408 (too
-    /// slow), 503 (over the body budget or a share of it).
+    /// the client's side: 400 (unreadable, hosted items past the read limit or that cannot be
+    /// mapped back), 408 (too slow), 503 (over the body budget or a share of it).
     fn refuse_body(
         &self,
         error: &request_body::PrepareError,
@@ -457,6 +475,7 @@ impl Proxy {
             PrepareError::Read(e) if e.is_over_budget() => (503, "request_bodies_over_budget"),
             PrepareError::Read(_) => (400, "unreadable_body"),
             PrepareError::HostedPastLimit => (400, "hosted_items_past_read_limit"),
+            PrepareError::Hosted(refusal) => (400, refusal.code()),
         };
         if let PrepareError::Read(read) = error {
             self.metrics.request_body_refused("proxy", read.reason());

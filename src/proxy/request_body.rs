@@ -1,7 +1,11 @@
 //! Request bodies on their way to the gateway. Every body streams through untouched, except a
-//! `POST …/responses` body, which is read (up to [`MAX_READ_BODY_BYTES`]) so that the hosted
-//! items a client replays become the gateway's pairs again and companions are removed
-//! ([`crate::hosted::request::map_input`]), and the `function` tools it declares are known.
+//! `POST …/responses` body (any spelling of that path, any `Content-Type`), which is read (up
+//! to [`MAX_READ_BODY_BYTES`]) so that the hosted items a client replays become the gateway's
+//! pairs again and companions are removed ([`crate::hosted::request::map_input`]), and the
+//! `function` tools it declares are known. The pairs are the caller's only (its credentials'
+//! digest, [`owner`]); the body mapping builds is bounded (`[hosted] max_mapped_body_bytes`)
+//! and charged to the body budget before it is written; a body whose hosted items cannot be
+//! mapped is refused (400), never forwarded with them left out.
 //!
 //! A body over the limit goes on unchanged (what was read first, then the rest as it streams),
 //! scanned for hosted ids this deployment signed ([`SignedIdScan`]): the gateway never made
@@ -24,9 +28,11 @@ use http::{HeaderValue, Method, header};
 use http_body::{Body, Frame, SizeHint};
 
 use super::budget::{self, BodyBudget, Fault, Held, Paced, ReadError};
+use super::next_turn::{Mapping, owner};
 use crate::config::Config;
-use crate::dialect::request::{declared_functions, previous_response_id, set_previous_response_id};
-use crate::hosted::request::{map_input, signed_ids};
+use crate::dialect::request::declared_functions;
+use crate::hosted::id::Owner;
+use crate::hosted::request;
 use crate::hosted::scan::SignedIdScan;
 use crate::hosted::shared::Pairs;
 use crate::metrics::Metrics;
@@ -114,6 +120,9 @@ pub enum PrepareError {
     Read(#[from] ReadError),
     #[error("{}", HOSTED_PAST_LIMIT)]
     HostedPastLimit,
+    /// Its hosted items cannot be mapped back (too large once mapped, gone, ambiguous).
+    #[error("{0}")]
+    Hosted(#[from] request::Refusal),
 }
 
 /// What a client is told when its body is over the read limit and holds hosted items.
@@ -122,10 +131,42 @@ pub const HOSTED_PAST_LIMIT: &str = "the request body is larger than toolpulse r
      items, or references to them), which it cannot map back to the gateway's items in such a \
      body: send the large parts (files, images) by reference, or fewer turns of history";
 
-/// Whether the request's body is read for companions: a `POST …/responses` whose body may be
-/// JSON.
+/// Whether the request's body is read for hosted items and companions: a `POST …/responses`,
+/// whatever its `Content-Type` says (a gateway may read a body labelled `text/plain` as JSON
+/// all the same), and however its last path segment is written where a gateway may route it
+/// alike: a trailing `/`, another case, percent-escapes, `;` parameters.
 pub fn is_responses_create(head: &Parts) -> bool {
-    head.method == Method::POST && head.uri.path().ends_with("/responses") && may_be_json(head)
+    head.method == Method::POST && is_responses_path(head.uri.path())
+}
+
+fn is_responses_path(path: &str) -> bool {
+    let path = path.trim_end_matches('/');
+    let last = path.rsplit('/').next().unwrap_or_default();
+    let last = last.split(';').next().unwrap_or_default();
+    path.contains('/') && percent_decoded(last).eq_ignore_ascii_case(b"responses")
+}
+
+/// `text` with its `%XX` escapes decoded (others kept as they are).
+fn percent_decoded(text: &str) -> Vec<u8> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut at = 0;
+    while at < bytes.len() {
+        let hex = bytes
+            .get(at + 1..at + 3)
+            .and_then(|h| std::str::from_utf8(h).ok());
+        match hex.and_then(|h| u8::from_str_radix(h, 16).ok()) {
+            Some(byte) if bytes[at] == b'%' => {
+                out.push(byte);
+                at += 3;
+            }
+            _ => {
+                out.push(bytes[at]);
+                at += 1;
+            }
+        }
+    }
+    out
 }
 
 /// Whether a body may be JSON: labelled so, or not labelled, or labelled as `curl -d` does by
@@ -149,6 +190,8 @@ pub struct RequestFacts {
     pub client_functions: Vec<String>,
     /// Set when a body over the read limit is broken off for holding a hosted id.
     pub refusal: Refusal,
+    /// The caller, whose pairs the response's hosted items become.
+    pub owner: Owner,
 }
 
 /// Reads a `POST …/responses` body, maps the hosted items in its `input` back to the gateway's
@@ -162,7 +205,11 @@ pub async fn prepare(
     metrics: &Metrics,
     budget: &BodyBudget,
 ) -> Result<(RequestBody, RequestFacts), PrepareError> {
-    let mut facts = RequestFacts::default();
+    let mut facts = RequestFacts {
+        owner: owner(head, config),
+        ..RequestFacts::default()
+    };
+    let owner = facts.owner;
     let timeout = config.clients.body_timeout;
     if !is_responses_create(head) {
         return Ok((RequestBody::Streamed(Paced::new(body, timeout)), facts));
@@ -190,36 +237,39 @@ pub async fn prepare(
     }
     if let Some(whole) = whole(&frames) {
         facts.client_functions = declared_functions(&whole);
-        let key = &config.hosted.key;
         let now = std::time::Instant::now();
-        let found = store.lookup(&signed_ids(&whole, key), now).await;
-        let (mut body, mapped) = map_input(&whole, key, &found, now);
-        if let Some(shown) = previous_response_id(&whole)
-            && let Some(upstream) = store.response_id(&shown, now).await
-            && let Some(mapped) =
-                set_previous_response_id(body.as_deref().unwrap_or(&whole), &upstream)
-        {
-            tracing::debug!(
-                shown,
-                upstream,
-                "previous_response_id mapped to the gateway's own"
-            );
-            body = Some(mapped);
+        let mut held = held;
+        let mapping = Mapping {
+            config,
+            store,
+            metrics,
+            budget,
+        };
+        match mapping.map(&whole, owner, &mut held, now).await {
+            Ok(Some(body)) => {
+                head.headers
+                    .insert(header::CONTENT_LENGTH, HeaderValue::from(body.len()));
+                frames = VecDeque::from([Frame::data(Bytes::from(body))]);
+            }
+            Ok(None) => {}
+            Err(PrepareError::Hosted(refusal)) => {
+                metrics.hosted_refused(refusal.reason());
+                return Err(PrepareError::Hosted(refusal));
+            }
+            Err(e) => return Err(e),
         }
-        metrics.hosted_mapped(&mapped);
-        if mapped.from_content > 0 || mapped.dropped > 0 {
-            tracing::info!(
-                from_content = mapped.from_content,
-                dropped = mapped.dropped,
-                "hosted items the store did not have (expired, another deployment's, or forged): mapped from their content"
-            );
-        }
-        if let Some(body) = body {
-            tracing::debug!(?mapped, "mapped the request's input for the gateway");
-            head.headers
-                .insert(header::CONTENT_LENGTH, HeaderValue::from(body.len()));
-            frames = VecDeque::from([Frame::data(Bytes::from(body))]);
-        }
+        let rest = None;
+        return Ok((RequestBody::Read { frames, held, rest }, facts));
+    }
+    // A body with trailers is not mapped: one that holds a signed id must not go on as it is.
+    let mut scan = SignedIdScan::new(config.hosted.key.clone());
+    if frames
+        .iter()
+        .filter_map(Frame::data_ref)
+        .any(|d| scan.feed(d))
+    {
+        metrics.hosted_refused(request::Refusal::Unreadable.reason());
+        return Err(request::Refusal::Unreadable.into());
     }
     let rest = None;
     Ok((RequestBody::Read { frames, held, rest }, facts))

@@ -1,0 +1,96 @@
+//! A next turn's body read whole, mapped for the gateway: the caller's pairs looked up (once per
+//! distinct id), hosted items mapped back and companions removed within
+//! `[hosted] max_mapped_body_bytes`, the body planned charged to the request-body budget before
+//! it is written, and a mended `previous_response_id` put back ([`super::request_body`] reads
+//! the body; `crate::hosted` does the mapping itself).
+
+use http::HeaderValue;
+use http::header;
+use http::request::Parts;
+
+use super::budget::{BodyBudget, Held, ReadError};
+use super::request_body::PrepareError;
+use crate::config::Config;
+use crate::dialect::request::{previous_response_id, set_previous_response_id};
+use crate::hosted::id::Owner;
+use crate::hosted::request::{Mapped, map_input, signed_ids};
+use crate::hosted::shared::Pairs;
+use crate::metrics::Metrics;
+
+/// The caller a request's pairs belong to: its credentials, digested with the hosted key.
+pub fn owner(head: &Parts, config: &Config) -> Owner {
+    let value = |name: &str| head.headers.get(name).map(HeaderValue::as_bytes);
+    let authorization = value(header::AUTHORIZATION.as_str());
+    config.hosted.key.owner(authorization, value("api-key"))
+}
+
+/// What mapping a body read whole needs.
+#[derive(Clone, Copy)]
+pub(super) struct Mapping<'a> {
+    pub config: &'a Config,
+    pub store: &'a Pairs,
+    pub metrics: &'a Metrics,
+    pub budget: &'a BodyBudget,
+}
+
+impl Mapping<'_> {
+    /// `whole` with its hosted items mapped back for `owner`, companions removed and
+    /// `previous_response_id` mended (`None` when nothing changed). The new body is bounded by
+    /// `[hosted] max_mapped_body_bytes` and charged to the body budget (into `held`) before it
+    /// is written.
+    pub(super) async fn map(
+        &self,
+        whole: &[u8],
+        owner: Owner,
+        held: &mut Held,
+        now: std::time::Instant,
+    ) -> Result<Option<Vec<u8>>, PrepareError> {
+        let Mapping {
+            config,
+            store,
+            metrics,
+            budget,
+        } = *self;
+        let key = &config.hosted.key;
+        let found = store.lookup(&signed_ids(whole, key), owner, now).await;
+        let limit = config.hosted.max_mapped_body_bytes;
+        let (planned, mapped) = map_input(whole, key, &found, limit)?;
+        let mut body = match planned {
+            Some(planned) => {
+                if !budget.take(planned.len(), planned.len(), held) {
+                    return Err(ReadError::OverBudget.into());
+                }
+                Some(planned.into_bytes())
+            }
+            None => None,
+        };
+        if let Some(shown) = previous_response_id(whole)
+            && let Some(upstream) = store.response_id(&shown, owner, now).await
+            && let Some(mended) =
+                set_previous_response_id(body.as_deref().unwrap_or(whole), &upstream)
+        {
+            tracing::debug!(
+                shown,
+                upstream,
+                "previous_response_id mapped to the gateway's own"
+            );
+            body = Some(mended);
+        }
+        metrics.hosted_mapped(&mapped);
+        log_mapped(&mapped);
+        Ok(body)
+    }
+}
+
+fn log_mapped(mapped: &Mapped) {
+    if mapped.from_content > 0 {
+        tracing::info!(
+            from_content = mapped.from_content,
+            "hosted items the store did not have for this caller (expired, another caller's, \
+             another deployment's): mapped from their own content"
+        );
+    }
+    if mapped.any() {
+        tracing::debug!(?mapped, "mapped the request's input for the gateway");
+    }
+}
