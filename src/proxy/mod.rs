@@ -13,6 +13,7 @@ pub mod client;
 pub mod error;
 pub mod headers;
 pub mod log;
+pub mod path;
 pub mod request_body;
 pub mod server;
 pub mod upstream;
@@ -30,7 +31,7 @@ use crate::hosted::shared::Pairs;
 use crate::hosted::store::MemoryStore;
 use crate::metrics::{Metrics, Outcome};
 use crate::profiles;
-use crate::progress::TraceId;
+use crate::progress::Traceparent;
 use crate::progress::local::LocalHub;
 use crate::rewrite::Rewriter;
 use crate::telemetry::Telemetry;
@@ -42,9 +43,6 @@ use log::RequestLog;
 /// The request header that picks the event profiles of one stream (`tool,stages`); it is
 /// checked against `[events] allowed_profiles` and not forwarded.
 pub const PROFILES_HEADER: &str = "x-toolpulse-profiles";
-
-/// The W3C trace context header, matched against the gateway's MCP calls.
-const TRACEPARENT: &str = "traceparent";
 
 /// Shared state of one proxy: its config, the upstream client, metrics, the drain signal.
 pub struct Proxy {
@@ -211,6 +209,16 @@ impl Proxy {
             let response = error::invalid_request("invalid_host", problem);
             return response.map(|body| body.with_log(log));
         }
+        let path = match target_path(&head) {
+            Ok(path) => path,
+            Err(response) => {
+                log.status = response.status().as_u16();
+                log.response = "invalid_request";
+                return (*response).map(|body| body.with_log(log));
+            }
+        };
+        // An invalid `traceparent` is not carried on, not even into the span's parent.
+        let trace = Traceparent::check(&mut head.headers);
         // Before anything can answer, so every request has its span; it also sets the
         // `traceparent` the gateway gets.
         log.span = self
@@ -247,22 +255,18 @@ impl Proxy {
         };
         headers::prepare_request(&mut head, uri, peer, config.proxy.preserve_host);
         let responses_create = request_body::is_responses_create(&head);
-        let progress = self.progress.as_ref().map(|hub| {
-            let header = head.headers.get(TRACEPARENT).and_then(|v| v.to_str().ok());
-            // With tracing on, the trace id is the server span's (already in the header).
-            let traced = log.span.as_ref().map(|span| span.trace_id());
-            let trace_id = match traced.or_else(|| header.and_then(TraceId::from_traceparent)) {
-                Some(id) => id,
-                None => {
-                    let (id, value) = TraceId::new_traceparent();
-                    if let Ok(value) = http::HeaderValue::from_str(&value) {
-                        head.headers.insert(TRACEPARENT, value);
-                    }
-                    id
-                }
-            };
-            (hub.clone(), trace_id)
-        });
+        // With tracing on, the trace id is the server span's (already in the header).
+        let traced = log.span.as_ref().map(|span| span.trace_id()).or(trace.id());
+        let trace_id = match traced {
+            Some(id) => Some(id),
+            // The gateway's MCP calls are matched by trace, and a removed one is restarted.
+            None if self.progress.is_some() || trace == Traceparent::Removed => {
+                Some(Traceparent::restart(&mut head.headers))
+            }
+            None => None,
+        };
+        let progress = self.progress.as_ref().zip(trace_id);
+        let progress = progress.map(|(hub, trace_id)| (hub.clone(), trace_id));
         let prepared = request_body::prepare(
             &mut head,
             body,
@@ -437,6 +441,35 @@ impl Proxy {
 }
 
 use upstream::error_chain;
+
+/// What the Allow header of an answer to `OPTIONS *` lists.
+const ALLOWED_METHODS: &str = "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS";
+
+/// The path a request goes upstream with ([`path::normalize`]), or toolpulse's own answer:
+/// `CONNECT` is refused (405: toolpulse is no tunnel, and an authority is no path under the
+/// upstream's prefix), `OPTIONS *` answered here (it asks about the server the client talks
+/// to, and `*` cannot be joined to a prefix), a path that leaves the root refused (400).
+fn target_path(head: &http::request::Parts) -> Result<String, Box<Response<ProxyBody>>> {
+    if head.method == http::Method::CONNECT {
+        let mut refused = error::refused(
+            http::StatusCode::METHOD_NOT_ALLOWED,
+            "method_not_allowed",
+            "CONNECT is not supported: toolpulse is a reverse proxy, not a tunnel",
+        );
+        let allow = http::HeaderValue::from_static(ALLOWED_METHODS);
+        refused.headers_mut().insert(http::header::ALLOW, allow);
+        return Err(Box::new(refused));
+    }
+    if head.method == http::Method::OPTIONS && head.uri.path() == "*" {
+        let mut answer = Response::new(ProxyBody::full(bytes::Bytes::new()));
+        let allow = http::HeaderValue::from_static(ALLOWED_METHODS);
+        answer.headers_mut().insert(http::header::ALLOW, allow);
+        return Err(Box::new(answer));
+    }
+    path::normalize(head.uri.path())
+        .map(|path| path.into_owned())
+        .map_err(|e| Box::new(error::invalid_request("invalid_path", &e.to_string())))
+}
 
 impl Proxy {
     /// The answer to a request body that is not forwarded: 400 (unreadable, or hosted items
