@@ -169,7 +169,10 @@ impl<C> Watched<C> {
                     self.dropping = true;
                     CLOSE_GRACE
                 }
-                Some(since) => self.send_timeout - now.saturating_duration_since(since),
+                Some(since) => {
+                    let waited = now.saturating_duration_since(since);
+                    self.send_timeout.saturating_sub(waited)
+                }
                 // Looked at again within the send timeout: a wait that starts meanwhile is
                 // then seen with time to spare, and timed to its end.
                 None => limit.min(self.send_timeout),

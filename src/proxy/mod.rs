@@ -209,7 +209,7 @@ impl Proxy {
             let response = error::invalid_request("invalid_host", problem);
             return response.map(|body| body.with_log(log));
         }
-        let path = match target_path(&head) {
+        let path = match path::target(&head) {
             Ok(path) => path,
             Err(response) => {
                 log.status = response.status().as_u16();
@@ -441,35 +441,6 @@ impl Proxy {
 }
 
 use upstream::error_chain;
-
-/// What the Allow header of an answer to `OPTIONS *` lists.
-const ALLOWED_METHODS: &str = "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS";
-
-/// The path a request goes upstream with ([`path::normalize`]), or toolpulse's own answer:
-/// `CONNECT` is refused (405: toolpulse is no tunnel, and an authority is no path under the
-/// upstream's prefix), `OPTIONS *` answered here (it asks about the server the client talks
-/// to, and `*` cannot be joined to a prefix), a path that leaves the root refused (400).
-fn target_path(head: &http::request::Parts) -> Result<String, Box<Response<ProxyBody>>> {
-    if head.method == http::Method::CONNECT {
-        let mut refused = error::refused(
-            http::StatusCode::METHOD_NOT_ALLOWED,
-            "method_not_allowed",
-            "CONNECT is not supported: toolpulse is a reverse proxy, not a tunnel",
-        );
-        let allow = http::HeaderValue::from_static(ALLOWED_METHODS);
-        refused.headers_mut().insert(http::header::ALLOW, allow);
-        return Err(Box::new(refused));
-    }
-    if head.method == http::Method::OPTIONS && head.uri.path() == "*" {
-        let mut answer = Response::new(ProxyBody::full(bytes::Bytes::new()));
-        let allow = http::HeaderValue::from_static(ALLOWED_METHODS);
-        answer.headers_mut().insert(http::header::ALLOW, allow);
-        return Err(Box::new(answer));
-    }
-    path::normalize(head.uri.path())
-        .map(|path| path.into_owned())
-        .map_err(|e| Box::new(error::invalid_request("invalid_path", &e.to_string())))
-}
 
 impl Proxy {
     /// The answer to a request body that is not forwarded: 400 (unreadable, or hosted items

@@ -8,8 +8,44 @@
 //! where an encoded slash or backslash (`%2f`, `%5c`) or a backslash sits beside `..`, which
 //! a server that decodes or splits on them would read as climbing. Nothing else is changed:
 //! no other percent-encoding is decoded, no slashes merged.
+//!
+//! Targets that are no path are toolpulse's to answer ([`target`]): `CONNECT`, `OPTIONS *`.
 
 use std::borrow::Cow;
+
+use http::Response;
+
+use super::body::ProxyBody;
+use super::error;
+
+/// What the Allow header of an answer to `OPTIONS *` lists.
+const ALLOWED_METHODS: &str = "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS";
+
+/// The path a request goes upstream with ([`normalize`]), or toolpulse's own answer:
+/// `CONNECT` is refused (405: toolpulse is no tunnel, and an authority is no path under the
+/// upstream's prefix), `OPTIONS *` answered here (it asks about the server the client talks
+/// to, and `*` cannot be joined to a prefix), a path that leaves the root refused (400).
+pub fn target(head: &http::request::Parts) -> Result<String, Box<Response<ProxyBody>>> {
+    if head.method == http::Method::CONNECT {
+        let mut refused = error::refused(
+            http::StatusCode::METHOD_NOT_ALLOWED,
+            "method_not_allowed",
+            "CONNECT is not supported: toolpulse is a reverse proxy, not a tunnel",
+        );
+        let allow = http::HeaderValue::from_static(ALLOWED_METHODS);
+        refused.headers_mut().insert(http::header::ALLOW, allow);
+        return Err(Box::new(refused));
+    }
+    if head.method == http::Method::OPTIONS && head.uri.path() == "*" {
+        let mut answer = Response::new(ProxyBody::full(bytes::Bytes::new()));
+        let allow = http::HeaderValue::from_static(ALLOWED_METHODS);
+        answer.headers_mut().insert(http::header::ALLOW, allow);
+        return Err(Box::new(answer));
+    }
+    normalize(head.uri.path())
+        .map(|path| path.into_owned())
+        .map_err(|e| Box::new(error::invalid_request("invalid_path", &e.to_string())))
+}
 
 /// Why a path is refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
