@@ -611,7 +611,8 @@ pub enum H1Refusal {
 /// dropped, as toolpulse drops them). Both read no body for HEAD, 204 and 304, both read to
 /// the close without `Content-Length` or with a non-chunked `Transfer-Encoding`, and both
 /// stop at the body's end, leaving what follows unread; so status, header fields (in order)
-/// and body bytes must be equal whenever toolpulse accepts.
+/// and body bytes must be equal whenever toolpulse accepts, once hyper's `Content-Length` is
+/// made what toolpulse hands on ([`one_length`]).
 pub fn h1(data: &[u8]) -> bool {
     let [flags, seed, response @ ..] = data else {
         return false;
@@ -715,6 +716,36 @@ fn hyper_read(response: &[u8], method: &http::Method) -> Result<H1Message, hyper
     RUNTIME.with(|runtime| runtime.block_on(hyper_exchange(response, method.clone())))
 }
 
+/// `Content-Length` as toolpulse hands it on: one field with its number (`06, 6` is `6`), or
+/// none when the fields give no one length (which only a response without a body keeps).
+/// hyper passes the fields on as received; a client's parser may refuse or misread those.
+fn one_length(headers: &mut http::HeaderMap) {
+    use http::header::CONTENT_LENGTH;
+    if !headers.contains_key(CONTENT_LENGTH) {
+        return;
+    }
+    let (mut one, mut valid) = (None, true);
+    for value in headers.get_all(CONTENT_LENGTH) {
+        let text = value.to_str().unwrap_or(",");
+        for element in text.split(',').map(str::trim) {
+            let digits = !element.is_empty() && element.bytes().all(|b| b.is_ascii_digit());
+            match digits.then(|| element.parse::<u64>().ok()).flatten() {
+                Some(n) if one.is_some_and(|o| o != n) => valid = false,
+                Some(n) => one = Some(n),
+                None => valid = false,
+            }
+        }
+    }
+    match one.filter(|n| valid && *n <= u64::MAX - 2) {
+        Some(n) => {
+            headers.insert(CONTENT_LENGTH, n.into());
+        }
+        None => {
+            headers.remove(CONTENT_LENGTH);
+        }
+    }
+}
+
 async fn hyper_exchange(response: &[u8], method: http::Method) -> Result<H1Message, hyper::Error> {
     use http_body_util::BodyExt;
 
@@ -731,8 +762,9 @@ async fn hyper_exchange(response: &[u8], method: http::Method) -> Result<H1Messa
         .body(http_body_util::Empty::new())
         .expect("a valid request");
     let exchange = async move {
-        let (parts, body) = sender.send_request(request).await?.into_parts();
+        let (mut parts, body) = sender.send_request(request).await?.into_parts();
         let body = body.collect().await?.to_bytes().to_vec();
+        one_length(&mut parts.headers);
         Ok(H1Message {
             status: parts.status,
             headers: parts.headers,

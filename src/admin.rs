@@ -1,23 +1,36 @@
 //! The admin listener, on its own address so no gateway path is shadowed: `/healthz` (the
 //! process is alive), `/readyz` (503 while starting or draining), `/metrics` (Prometheus text).
-//! At most `[admin] max_connections` connections (more are answered 503 and closed), under what
-//! every listener bounds ([`crate::listen`]).
+//! At most `[admin] max_connections` connections ([`slots`]), under what every listener bounds
+//! ([`crate::listen`]): a health probe gets through connections that hold the listener without
+//! asking anything, and one turned away costs nothing lasting.
+
+mod slots;
 
 use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
 
 use crate::listen::ClientBody;
 use bytes::Bytes;
 use http::{Method, Request, Response, StatusCode, header};
 use http_body_util::Full;
-use tokio::net::TcpListener;
-use tokio::sync::Semaphore;
+use tokio::net::{TcpListener, TcpStream};
 
 use crate::config::ClientLimits;
+use crate::listen::activity::Activity;
 use crate::listen::{self, Shutdown};
 use crate::metrics::Metrics;
-use crate::proxy::server::{accept, reject};
+use crate::proxy::server::accept;
+use slots::{Admit, Slots};
+
+/// At most this many reads (4 KiB each) drop what a refused client sent before the close.
+const MAX_REFUSAL_READS: usize = 16;
+
+/// What a connection turned away is sent, before it is closed at once.
+const REFUSAL: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\n\
+content-type: text/plain; charset=utf-8\r\ncontent-length: 38\r\nretry-after: 1\r\n\
+connection: close\r\n\r\ntoo many admin requests; retry later\r\n";
 
 /// What the admin endpoints report.
 pub struct Admin {
@@ -75,7 +88,9 @@ impl Admin {
     }
 }
 
-/// Serves the admin endpoints until `shutdown` completes, at most `max_connections` at once.
+/// Serves the admin endpoints until `shutdown` completes, at most `max_connections` at once:
+/// past them, the oldest connection without a request in flight is closed to admit the new
+/// one; when every one has a request in flight, the new one is answered 503 and closed.
 pub async fn serve(
     listener: TcpListener,
     admin: Arc<Admin>,
@@ -85,7 +100,7 @@ pub async fn serve(
 ) {
     let limits = Arc::new(limits);
     let builder = listen::builder(&limits, None);
-    let limit = Arc::new(Semaphore::new(max_connections));
+    let slots = Arc::new(Slots::new(max_connections));
     let connections = Shutdown::default();
     tokio::pin!(shutdown);
     loop {
@@ -93,23 +108,48 @@ pub async fn serve(
             accepted = accept(&listener, "admin") => accepted,
             () = &mut shutdown => return,
         };
-        let Ok(permit) = limit.clone().try_acquire_owned() else {
-            admin.metrics.admin_connections_rejected.inc();
-            tokio::spawn(reject(stream));
-            continue;
+        let activity = Activity::new(Instant::now());
+        let (slot, evicted) = match slots.admit(&activity) {
+            Admit::Refused => {
+                admin.metrics.admin_connections_rejected.inc();
+                refuse(stream);
+                continue;
+            }
+            Admit::Taken(slot) => (slot, false),
+            Admit::Evicted(slot) => (slot, true),
         };
+        if evicted {
+            admin.metrics.connection_closed("admin", "evicted");
+        }
         let (admin, builder, limits) = (admin.clone(), builder.clone(), limits.clone());
         let watch = connections.clone();
         tokio::spawn(async move {
             let metrics = admin.metrics.clone();
             let handle =
                 move |request: Request<ClientBody>| std::future::ready(admin.answer(&request));
-            let (closed, _) = listen::serve(&builder, stream, &watch, &limits, handle).await;
+            let served = listen::serve_tracked(&builder, stream, &watch, &limits, activity, handle);
+            // Evicted: dropping the connection closes it, wherever it stands.
+            let Some((closed, _)) = slot.serve(served).await else {
+                return;
+            };
             if let Some(closed) = closed {
                 metrics.connection_closed("admin", closed.as_str());
             }
-            drop(permit);
         });
+    }
+}
+
+/// Answers 503 and closes at once, not waiting for the request: nothing of it is kept. What
+/// the client already sent is read and dropped first, so the close is an end, not a reset
+/// that could destroy the 503 before the client reads it.
+fn refuse(stream: TcpStream) {
+    // Best effort on a new socket, whose send buffer takes it whole.
+    let _ = stream.try_write(REFUSAL);
+    let mut discard = [0u8; 4096];
+    for _ in 0..MAX_REFUSAL_READS {
+        if !matches!(stream.try_read(&mut discard), Ok(n) if n > 0) {
+            break;
+        }
     }
 }
 

@@ -113,7 +113,8 @@ pub struct Metrics {
     pub tool_call_arguments_dropped: Counter,
     /// Request bodies not forwarded, by listener and reason (timeout, budget, unreadable).
     pub request_bodies_refused: Family<ListenerReason, Counter>,
-    /// Client connections toolpulse closed, by listener and reason (no_request, idle).
+    /// Client connections toolpulse closed, by listener and reason (no_request, idle,
+    /// send_timeout, evicted).
     pub client_connections_closed: Family<ListenerReason, Counter>,
     /// Admin listener connections answered 503 because `[admin] max_connections` were open.
     pub admin_connections_rejected: Counter,
@@ -261,7 +262,9 @@ impl Metrics {
             "client_connections_closed",
             "Client connections toolpulse closed, by listener and reason (no_request: no \
              request head within head_timeout_ms of the accept or, on HTTP/1, of the previous \
-             response; idle: idle_timeout_ms)",
+             response; idle: idle_timeout_ms; send_timeout: no byte of a response taken within \
+             send_timeout_ms; evicted: admin connections without a request in flight, the \
+             oldest first, to admit a new one over [admin] max_connections)",
             m.client_connections_closed.clone(),
         );
         r.register(

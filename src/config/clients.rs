@@ -8,6 +8,7 @@
 //! body_timeout_ms = 60000            # a body toolpulse reads whole arrives within this; a
 //!                                    # streamed one may pause this long between two reads
 //! idle_timeout_ms = 75000            # no request in flight this long: closed (HTTP/2: GOAWAY)
+//! send_timeout_ms = 60000            # a response the client takes no byte of this long: closed
 //! ping_interval_ms = 30000           # HTTP/2 pings this often; no answer in
 //! ping_timeout_ms = 20000            # this long: closed
 //! max_streams_per_connection = 100   # concurrent HTTP/2 streams
@@ -25,6 +26,8 @@ use toml::Spanned;
 pub const DEFAULT_HEAD_TIMEOUT_MS: u64 = 30_000;
 pub const DEFAULT_BODY_TIMEOUT_MS: u64 = 60_000;
 pub const DEFAULT_IDLE_TIMEOUT_MS: u64 = 75_000;
+/// As nginx's `send_timeout`.
+pub const DEFAULT_SEND_TIMEOUT_MS: u64 = 60_000;
 pub const DEFAULT_PING_INTERVAL_MS: u64 = 30_000;
 pub const DEFAULT_PING_TIMEOUT_MS: u64 = 20_000;
 pub const DEFAULT_MAX_STREAMS_PER_CONNECTION: u32 = 100;
@@ -48,6 +51,8 @@ pub struct ClientLimits {
     pub head_timeout: Duration,
     pub body_timeout: Duration,
     pub idle_timeout: Duration,
+    /// How long a response may wait for the client to take a byte of it.
+    pub send_timeout: Duration,
     pub ping_interval: Duration,
     pub ping_timeout: Duration,
     pub max_streams_per_connection: u32,
@@ -79,6 +84,7 @@ impl Default for ClientLimits {
             head_timeout: Duration::from_millis(DEFAULT_HEAD_TIMEOUT_MS),
             body_timeout: Duration::from_millis(DEFAULT_BODY_TIMEOUT_MS),
             idle_timeout: Duration::from_millis(DEFAULT_IDLE_TIMEOUT_MS),
+            send_timeout: Duration::from_millis(DEFAULT_SEND_TIMEOUT_MS),
             ping_interval: Duration::from_millis(DEFAULT_PING_INTERVAL_MS),
             ping_timeout: Duration::from_millis(DEFAULT_PING_TIMEOUT_MS),
             max_streams_per_connection: DEFAULT_MAX_STREAMS_PER_CONNECTION,
@@ -95,6 +101,7 @@ pub(super) struct RawClients {
     head_timeout_ms: Spanned<u64>,
     body_timeout_ms: Spanned<u64>,
     idle_timeout_ms: Spanned<u64>,
+    send_timeout_ms: Spanned<u64>,
     ping_interval_ms: Spanned<u64>,
     ping_timeout_ms: Spanned<u64>,
     max_streams_per_connection: Spanned<u32>,
@@ -113,6 +120,7 @@ impl Default for RawClients {
             head_timeout_ms: ms(d.head_timeout),
             body_timeout_ms: ms(d.body_timeout),
             idle_timeout_ms: ms(d.idle_timeout),
+            send_timeout_ms: ms(d.send_timeout),
             ping_interval_ms: ms(d.ping_interval),
             ping_timeout_ms: ms(d.ping_timeout),
             max_streams_per_connection: Spanned::new(0..0, d.max_streams_per_connection),
@@ -178,6 +186,7 @@ pub(super) fn clients(
         head_timeout: ms("head_timeout_ms", &raw.head_timeout_ms)?,
         body_timeout: ms("body_timeout_ms", &raw.body_timeout_ms)?,
         idle_timeout: ms("idle_timeout_ms", &raw.idle_timeout_ms)?,
+        send_timeout: ms("send_timeout_ms", &raw.send_timeout_ms)?,
         ping_interval: ms("ping_interval_ms", &raw.ping_interval_ms)?,
         ping_timeout: ms("ping_timeout_ms", &raw.ping_timeout_ms)?,
         max_streams_per_connection: at_least(

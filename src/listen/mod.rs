@@ -8,12 +8,16 @@
 //! - a connection with no request in flight for `idle_timeout_ms` is closed gracefully (HTTP/2:
 //!   GOAWAY), and dropped if that does not finish in [`watched::CLOSE_GRACE`]; HTTP/2 peers are
 //!   pinged every `ping_interval_ms` and dropped when they do not answer;
+//! - a response the client takes no byte of for `send_timeout_ms` closes its connection (HTTP/1:
+//!   [`h1::conn`] times its writes; HTTP/2: a frame given to hyper and not followed by another
+//!   ask, [`activity`]);
 //! - at most `max_streams_per_connection` concurrent HTTP/2 streams;
 //! - request bodies: see [`crate::proxy::budget`] (a deadline, and a global budget for the
 //!   bodies toolpulse reads whole, with a share per peer address and per connection).
 
 pub mod activity;
 pub mod h1;
+mod prefixed;
 mod respond;
 mod sniff;
 pub mod watched;
@@ -57,6 +61,7 @@ pub fn builder(limits: &ClientLimits, max_header_bytes: Option<usize>) -> Arc<Bu
     let http1 = h1::conn::Limits {
         head_timeout: limits.head_timeout,
         max_head_bytes: max_header_bytes.unwrap_or(MAX_HEAD_BYTES),
+        send_timeout: limits.send_timeout,
     };
     let mut http2 = http2::Builder::new(TokioExecutor::new());
     http2
@@ -67,12 +72,12 @@ pub fn builder(limits: &ClientLimits, max_header_bytes: Option<usize>) -> Arc<Bu
     if let Some(max) = max_header_bytes {
         http2.max_header_list_size(u32::try_from(max).unwrap_or(u32::MAX));
     }
-    Arc::new(Builders { http1, http2 })
+    Arc::new(Builders::new(http1, http2))
 }
 
 /// Serves one connection with `handle` until it ends, the client goes, toolpulse closes it
-/// for idleness or for want of a request head (the reason is returned) or `shutdown` drains
-/// it.
+/// for idleness, for want of a request head or for a client that takes no byte of its
+/// response (the reason is returned) or `shutdown` drains it.
 pub async fn serve<H, F, B>(
     builders: &Builders,
     stream: TcpStream,
@@ -87,12 +92,38 @@ where
     B::Error: Into<BoxError>,
 {
     let activity = Activity::new(Instant::now());
+    serve_tracked(builders, stream, shutdown, limits, activity, handle).await
+}
+
+/// [`serve`], with the connection's requests in flight told to `activity` (accepted now), so
+/// that the caller can see whether it is in use.
+pub async fn serve_tracked<H, F, B>(
+    builders: &Builders,
+    stream: TcpStream,
+    shutdown: &Shutdown,
+    limits: &ClientLimits,
+    activity: Arc<Activity>,
+    handle: H,
+) -> (Option<Closed>, Result<(), BoxError>)
+where
+    H: Fn(Request<ClientBody>) -> F + Send + Sync + Unpin + 'static,
+    F: Future<Output = Response<B>> + Send + 'static,
+    B: Body<Data = Bytes> + Send + Unpin + 'static,
+    B::Error: Into<BoxError>,
+{
     let requests = activity.clone();
     // The connection boxes this future until the response head is out.
-    let respond = move |request| {
+    let respond = move |request: Request<ClientBody>| {
         let in_flight = requests.begin();
+        // HTTP/1's own server times its writes itself.
+        let watch_waits = request.version() == http::Version::HTTP_2;
         let response = handle(request);
-        async move { response.await.map(|body| Tracked::new(body, in_flight)) }
+        async move {
+            response.await.map(|body| match watch_waits {
+                true => Tracked::new(body, in_flight).watch_waits(),
+                false => Tracked::new(body, in_flight),
+            })
+        }
     };
     let conn = sniff::Connection::new(builders, stream, respond);
     let mut watched = watched::Watched::new(
@@ -100,10 +131,8 @@ where
         |conn| conn.graceful_shutdown(),
         activity,
         shutdown,
-        limits.head_timeout,
-        limits.idle_timeout,
+        limits,
     );
     let result = (&mut watched).await;
-    let between_requests = watched.conn().head_timed_out().then_some(Closed::NoRequest);
-    (watched.closed().or(between_requests), result)
+    (watched.closed().or(watched.conn().closed()), result)
 }

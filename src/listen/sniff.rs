@@ -1,46 +1,66 @@
-//! A client connection served as HTTP/1 or HTTP/2, told apart by peeking at its first bytes.
+//! A client connection served as HTTP/1 or HTTP/2, told apart by its first bytes.
 //!
-//! hyper-util's automatic builder tells them apart by reading the first 24 bytes, then hands
-//! hyper's HTTP/1 connection those bytes as a first, separate read. hyper reads into an 8 KiB
-//! buffer; a second read into a buffer that already holds 24 bytes makes it grow to 16 KiB,
-//! which the connection then keeps while its response streams. And its connection is one
-//! type for both versions, as large as an HTTP/2 connection (7.5 KiB) whichever it serves.
-//! Seen with heaptrack, 1,000 streams open: both were among the largest allocations per stream.
-//! Peeking leaves the bytes in the socket; each version's connection is boxed at its own size.
-//! HTTP/1.1 is served by toolpulse's own server ([`super::h1`]), HTTP/2 by hyper's.
+//! They are read (at most the 24 of the HTTP/2 preface) as they arrive, each read waiting for
+//! the socket to be readable: a client that sends a part of the preface and then nothing costs
+//! what a silent one costs, one wake-up per arrival. (Peeking instead cannot wait for *more*
+//! bytes: the socket stays readable while the peeked ones sit there, so peeking again meant a
+//! timer, every 5 ms until the head timeout: 4,000 clients that sent `P` took 84 % of a core.)
+//! The bytes read go to the connection first: into the HTTP/1 server's read buffer, or before
+//! the socket for hyper's HTTP/2 ([`Prefixed`]). Each version's connection is boxed at its own
+//! size (hyper-util's automatic builder has one type for both, as large as an HTTP/2
+//! connection, 7.5 KiB, whichever it serves). HTTP/1.1 is served by toolpulse's own server
+//! ([`super::h1`]), HTTP/2 by hyper's.
 
 use std::convert::Infallible;
 use std::future::Future;
+use std::io;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll, ready};
-use std::time::Duration;
 
 use http::{Request, Response};
 use hyper::body::Incoming;
 use hyper::server::conn::http2;
 use hyper_util::rt::{TokioExecutor, TokioIo};
-use tokio::io::ReadBuf;
 use tokio::net::TcpStream;
-use tokio::time::Sleep;
 
 use super::h1;
+use super::prefixed::{MAX_PREFIX, Prefixed};
 use super::respond::Respond;
+use super::watched::Closed;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// What an HTTP/2 client sends first (RFC 9113 §3.4).
 const H2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 
-/// How long to wait before peeking again at a client that has sent a part of the HTTP/2
-/// preface and not the rest (peeking cannot wait for more bytes; such clients are rare).
-const PEEK_AGAIN: Duration = Duration::from_millis(5);
+const _: () = assert!(H2_PREFACE.len() == MAX_PREFIX);
 
 /// How a listener serves its connections: HTTP/1.1 with toolpulse's own server, HTTP/2 with
 /// hyper's.
 pub struct Builders {
     pub http1: h1::conn::Limits,
     pub http2: http2::Builder<TokioExecutor>,
+    /// Times a connection was polled while its first bytes were awaited.
+    sniff_polls: AtomicU64,
+}
+
+impl Builders {
+    pub fn new(http1: h1::conn::Limits, http2: http2::Builder<TokioExecutor>) -> Self {
+        Builders {
+            http1,
+            http2,
+            sniff_polls: AtomicU64::new(0),
+        }
+    }
+
+    /// How many times this listener's connections were polled (each a read attempt) while
+    /// their first bytes were awaited: about one per connection and arrival of bytes, however
+    /// long a client waits between them.
+    pub fn sniff_polls(&self) -> u64 {
+        self.sniff_polls.load(Ordering::Relaxed)
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,7 +81,7 @@ fn version_of(peeked: &[u8]) -> Option<Version> {
     }
 }
 
-type Io = TokioIo<TcpStream>;
+type Io = TokioIo<Prefixed>;
 
 /// hyper's HTTP/2 connection calls a [`Respond`] through this.
 pub struct H2Service<R>(Arc<R>);
@@ -93,7 +113,9 @@ pub enum Connection<'a, R: Respond + Sync> {
         stream: Option<TcpStream>,
         respond: Option<R>,
         builders: &'a Builders,
-        again: Option<Pin<Box<Sleep>>>,
+        /// The first bytes, `read` of them so far.
+        first: [u8; MAX_PREFIX],
+        read: usize,
         closed: bool,
     },
     Http1(Pin<Box<h1::conn::Connection<R>>>),
@@ -106,15 +128,20 @@ impl<'a, R: Respond + Sync> Connection<'a, R> {
             stream: Some(stream),
             respond: Some(respond),
             builders,
-            again: None,
+            first: [0; MAX_PREFIX],
+            read: 0,
             closed: false,
         }
     }
 
-    /// Whether it closed because no next HTTP/1 request head came within the head timeout
-    /// (before the first, [`super::watched`] times it).
-    pub fn head_timed_out(&self) -> bool {
-        matches!(self, Connection::Http1(conn) if conn.head_timed_out())
+    /// Why the HTTP/1 connection closed itself, if it timed its client out: no next request
+    /// head within the head timeout (before the first, [`super::watched`] times it), or no
+    /// byte of a response taken within the send timeout.
+    pub fn closed(&self) -> Option<Closed> {
+        match self {
+            Connection::Http1(conn) => conn.closed(),
+            _ => None,
+        }
     }
 
     /// Closes it gracefully (HTTP/1 after its response, HTTP/2 with GOAWAY); at once before it
@@ -135,7 +162,7 @@ impl<R: Respond + Sync> Future for Connection<'_, R> {
         // The served connections are boxed, the rest Unpin: so is the connection.
         let this = self.get_mut();
         loop {
-            let (stream, respond, builders, again) = match this {
+            let (stream, respond, builders, first, read) = match this {
                 Connection::Http1(conn) => return conn.as_mut().poll(cx),
                 Connection::Http2(conn) => return conn.as_mut().poll(cx).map_err(Into::into),
                 Connection::Sniffing { closed: true, .. } => return Poll::Ready(Ok(())),
@@ -143,43 +170,53 @@ impl<R: Respond + Sync> Future for Connection<'_, R> {
                     stream,
                     respond,
                     builders,
-                    again,
+                    first,
+                    read,
                     ..
-                } => (stream, respond, *builders, again),
+                } => (stream, respond, *builders, first, read),
             };
-            if let Some(sleep) = again {
-                ready!(sleep.as_mut().poll(cx));
-            }
+            builders.sniff_polls.fetch_add(1, Ordering::Relaxed);
             let socket = stream.as_ref().expect("present until served");
-            let mut first = [0; H2_PREFACE.len()];
-            let mut peeked = ReadBuf::new(&mut first);
-            // An error (a reset) is for the connection to meet on its first read.
-            let version = match ready!(socket.poll_peek(cx, &mut peeked)) {
-                Ok(_) => version_of(peeked.filled()),
-                Err(_) => Some(Version::Http1),
-            };
-            let Some(version) = version else {
-                let deadline = tokio::time::Instant::now() + PEEK_AGAIN;
-                match again {
-                    Some(sleep) => sleep.as_mut().reset(deadline),
-                    None => *again = Some(Box::pin(tokio::time::sleep_until(deadline))),
-                }
-                continue;
-            };
+            let version = ready!(poll_version(socket, first, read, cx))?;
             let stream = stream.take().expect("present until served");
             let respond = respond.take().expect("present until served");
+            let first = &first[..*read];
             *this = match version {
                 Version::Http1 => {
                     let shared = h1::body::Shared::new(stream);
+                    shared.reader().buf.extend_from_slice(first);
                     let limits = builders.http1.clone();
                     Connection::Http1(Box::pin(h1::conn::Connection::new(shared, respond, limits)))
                 }
                 Version::Http2 => {
                     let service = H2Service(Arc::new(respond));
-                    let io = TokioIo::new(stream);
+                    let io = TokioIo::new(Prefixed::new(first, stream));
                     Connection::Http2(Box::pin(builders.http2.serve_connection(io, service)))
                 }
             };
+        }
+    }
+}
+
+/// Reads the first bytes into `first` as they arrive until they tell the version. A read
+/// that finds nothing clears the socket's readiness, so the next poll waits for new bytes.
+fn poll_version(
+    socket: &TcpStream,
+    first: &mut [u8; MAX_PREFIX],
+    read: &mut usize,
+    cx: &mut Context<'_>,
+) -> Poll<io::Result<Version>> {
+    loop {
+        ready!(socket.poll_read_ready(cx))?;
+        match socket.try_read(&mut first[*read..]) {
+            // The client closed: HTTP/1, whose connection then just ends.
+            Ok(0) => return Poll::Ready(Ok(Version::Http1)),
+            Ok(n) => *read += n,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+            Err(e) => return Poll::Ready(Err(e)),
+        }
+        if let Some(version) = version_of(&first[..*read]) {
+            return Poll::Ready(Ok(version));
         }
     }
 }

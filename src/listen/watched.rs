@@ -27,6 +27,8 @@ pub enum Closed {
     NoRequest,
     /// No request in flight for the idle timeout.
     Idle,
+    /// The client took no byte of a response for the send timeout.
+    SendTimeout,
 }
 
 impl Closed {
@@ -34,6 +36,7 @@ impl Closed {
         match self {
             Closed::NoRequest => "no_request",
             Closed::Idle => "idle",
+            Closed::SendTimeout => "send_timeout",
         }
     }
 }
@@ -72,6 +75,8 @@ pub struct Watched<C> {
     head_timeout: Duration,
     /// After it: how long with no request in flight.
     idle_timeout: Duration,
+    /// How long a response may wait for the client ([`Activity::oldest_wait`]).
+    send_timeout: Duration,
     timer: Pin<Box<Sleep>>,
     /// The timer was reset since it was last polled (its waker must be registered again).
     timer_reset: bool,
@@ -93,9 +98,9 @@ impl<C> Watched<C> {
         close: fn(Pin<&mut C>),
         activity: Arc<Activity>,
         shutdown: &Shutdown,
-        head_timeout: Duration,
-        idle_timeout: Duration,
+        limits: &crate::config::ClientLimits,
     ) -> Self {
+        let (head_timeout, idle_timeout) = (limits.head_timeout, limits.idle_timeout);
         let first = tokio::time::Instant::now() + head_timeout;
         Watched {
             conn: Box::pin(conn),
@@ -103,6 +108,7 @@ impl<C> Watched<C> {
             activity,
             head_timeout,
             idle_timeout,
+            send_timeout: limits.send_timeout,
             timer: Box::pin(tokio::time::sleep_until(first)),
             timer_reset: false,
             drain: shutdown.draining.watch(),
@@ -134,7 +140,10 @@ impl<C> Watched<C> {
     /// idle long enough. A connection that never sent a request head is given up at once (a
     /// graceful close has nothing to finish, and hyper's version sniffing would only notice it
     /// on its next read); one that was served gets [`CLOSE_GRACE`] to close, then is given up
-    /// too. A drain's graceful close has no grace of its own: the drain timeout ends it.
+    /// too. A drain's graceful close has no grace of its own: the drain timeout ends it. A
+    /// connection whose response has waited for the client for the send timeout is given up
+    /// at once, its streams with it: the stream cannot be ended alone, as hyper asks its body
+    /// for nothing more until the client makes room.
     fn on_timer(&mut self) {
         if self.closed.is_some() {
             self.dropping = true;
@@ -153,7 +162,21 @@ impl<C> Watched<C> {
                 CLOSE_GRACE
             }
             Some(idle) => limit - idle,
-            None => limit,
+            None => match self.activity.oldest_wait() {
+                Some(since) if now.saturating_duration_since(since) >= self.send_timeout => {
+                    self.closed = Some(Closed::SendTimeout);
+                    self.close();
+                    self.dropping = true;
+                    CLOSE_GRACE
+                }
+                Some(since) => {
+                    let waited = now.saturating_duration_since(since);
+                    self.send_timeout.saturating_sub(waited)
+                }
+                // Looked at again within the send timeout: a wait that starts meanwhile is
+                // then seen with time to spare, and timed to its end.
+                None => limit.min(self.send_timeout),
+            },
         };
         let deadline = tokio::time::Instant::from_std(now) + wait;
         self.timer.as_mut().reset(deadline);

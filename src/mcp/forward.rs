@@ -23,7 +23,7 @@ use super::jsonrpc;
 use super::log::McpLog;
 use super::reply;
 use crate::config::McpServer;
-use crate::progress::TraceId;
+use crate::progress::{TraceId, Traceparent};
 use crate::proxy::budget::{self, BodyBudget, Paced, ReadError};
 use crate::proxy::headers;
 use crate::proxy::request_body::{self, RequestBody};
@@ -51,9 +51,14 @@ pub async fn forward(
     let (peer, share) = (client.peer, client.share);
     log.server = Some(server.name.clone());
     let (mut head, body) = request.into_parts();
-    let text = |name: &str| head.headers.get(name).and_then(|v| v.to_str().ok());
-    let session = text("mcp-session-id").map(str::to_string);
-    let header_trace = text("traceparent").and_then(TraceId::from_traceparent);
+    // As the proxy listener: an invalid `traceparent` is not carried on (restarted below).
+    let trace = Traceparent::check(&mut head.headers);
+    let header_trace = trace.id();
+    let session = head
+        .headers
+        .get("mcp-session-id")
+        .and_then(|v| v.to_str().ok());
+    let session = session.map(str::to_string);
     let mut calls = front.calls(&server.name, session, share);
     let mut first_call = None;
     let body = if head.method == Method::POST && request_body::may_be_json(&head) {
@@ -87,6 +92,9 @@ pub async fn forward(
             tool: first_call.as_ref().map(|(t, p)| (t.as_str(), p.as_deref())),
         };
         log.span = telemetry.mcp_request(&mut head, &request);
+    }
+    if trace == Traceparent::Removed && !head.headers.contains_key("traceparent") {
+        Traceparent::restart(&mut head.headers);
     }
 
     let uri = upstream_uri(&server.upstream, head.uri.query());

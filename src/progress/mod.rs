@@ -50,6 +50,61 @@ impl TraceId {
     }
 }
 
+/// What a request's `traceparent` held, read by [`Traceparent::check`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Traceparent {
+    Valid(TraceId),
+    /// Invalid, and removed.
+    Removed,
+    Absent,
+}
+
+impl Traceparent {
+    const HEADER: &str = "traceparent";
+
+    /// Reads a request's `traceparent` as W3C Trace Context does: one field, as
+    /// [`TraceId::from_traceparent`] takes it. An invalid one (uppercase hex, a zero id, two
+    /// fields, …) is removed with its `tracestate`, which means nothing without it: the
+    /// request then starts a new trace ([`Traceparent::restart`]) instead of carrying a broken
+    /// one on. The proxy listener and the MCP front both check what they forward with this.
+    pub fn check(headers: &mut http::HeaderMap) -> Traceparent {
+        let mut fields = headers.get_all(Self::HEADER).iter();
+        let (first, second) = (fields.next(), fields.next());
+        let Some(first) = first else {
+            return Traceparent::Absent;
+        };
+        let valid = second
+            .is_none()
+            .then(|| first.to_str().ok().and_then(TraceId::from_traceparent))
+            .flatten();
+        match valid {
+            Some(id) => Traceparent::Valid(id),
+            None => {
+                headers.remove(Self::HEADER);
+                headers.remove("tracestate");
+                Traceparent::Removed
+            }
+        }
+    }
+
+    /// The trace it continues.
+    pub fn id(self) -> Option<TraceId> {
+        match self {
+            Traceparent::Valid(id) => Some(id),
+            _ => None,
+        }
+    }
+
+    /// Starts a new trace: sets a new `traceparent`; its trace id.
+    pub fn restart(headers: &mut http::HeaderMap) -> TraceId {
+        let (id, value) = TraceId::new_traceparent();
+        if let Ok(value) = http::HeaderValue::from_str(&value) {
+            headers.insert(Self::HEADER, value);
+        }
+        id
+    }
+}
+
 impl TraceId {
     /// A new random trace id and the `traceparent` that carries it (sampled, a random parent
     /// span id).
@@ -177,5 +232,35 @@ mod tests {
         let (id, value) = TraceId::new_traceparent();
         assert_eq!(TraceId::from_traceparent(&value), Some(id));
         assert_ne!(TraceId::new_traceparent().0, id);
+    }
+
+    #[test]
+    fn an_invalid_traceparent_is_removed_with_its_tracestate() {
+        let valid = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+        let headers = |values: &[&str]| {
+            let mut headers = http::HeaderMap::new();
+            for value in values {
+                headers.append("traceparent", value.parse().expect("a value"));
+            }
+            headers.insert("tracestate", "vendor=1".parse().expect("a value"));
+            headers
+        };
+        let mut one = headers(&[valid]);
+        let id = TraceId::from_traceparent(valid).expect("valid");
+        assert_eq!(Traceparent::check(&mut one), Traceparent::Valid(id));
+        assert_eq!(one.len(), 2, "kept");
+        let upper = "00-4BF92F3577B34DA6A3CE929D0E0E4736-00F067AA0BA902B7-01";
+        for values in [&[upper][..], &[valid, valid]] {
+            let mut sent = headers(values);
+            assert_eq!(Traceparent::check(&mut sent), Traceparent::Removed);
+            assert!(sent.is_empty(), "{values:?}: {sent:?}");
+            let id = Traceparent::restart(&mut sent);
+            let value = sent["traceparent"].to_str().expect("ascii");
+            assert_eq!(TraceId::from_traceparent(value), Some(id));
+        }
+        assert_eq!(
+            Traceparent::check(&mut http::HeaderMap::new()),
+            Traceparent::Absent
+        );
     }
 }

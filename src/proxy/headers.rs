@@ -135,6 +135,12 @@ pub fn prepare_request(head: &mut request::Parts, uri: Uri, peer: SocketAddr, pr
     if let Some(host) = host {
         headers.insert(header::HOST, host);
     }
+    // One canonical value (`000…05` is `5`), as the framing read it; the field itself is
+    // checked where the request head was read.
+    let length = crate::proxy::upstream::h1::head::content_length(headers, false);
+    if let Some(length) = length {
+        headers.insert(header::CONTENT_LENGTH, HeaderValue::from(length));
+    }
     head.uri = uri;
     // The upstream connection's own protocol (ALPN) decides the version.
     head.version = http::Version::HTTP_11;

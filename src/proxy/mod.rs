@@ -14,6 +14,7 @@ pub mod error;
 pub mod headers;
 pub mod log;
 pub mod next_turn;
+pub mod path;
 pub mod request_body;
 pub mod server;
 pub mod upstream;
@@ -31,7 +32,7 @@ use crate::hosted::shared::Pairs;
 use crate::hosted::store::{MemoryStore, Tenant};
 use crate::metrics::{Metrics, Outcome};
 use crate::profiles;
-use crate::progress::TraceId;
+use crate::progress::Traceparent;
 use crate::progress::local::LocalHub;
 use crate::rewrite::Rewriter;
 use crate::telemetry::Telemetry;
@@ -43,9 +44,6 @@ use log::RequestLog;
 /// The request header that picks the event profiles of one stream (`tool,stages`); it is
 /// checked against `[events] allowed_profiles` and not forwarded.
 pub const PROFILES_HEADER: &str = "x-toolpulse-profiles";
-
-/// The W3C trace context header, matched against the gateway's MCP calls.
-const TRACEPARENT: &str = "traceparent";
 
 /// Shared state of one proxy: its config, the upstream client, metrics, the drain signal.
 pub struct Proxy {
@@ -221,6 +219,16 @@ impl Proxy {
             let response = error::invalid_request("invalid_host", problem);
             return response.map(|body| body.with_log(log));
         }
+        let path = match path::target(&head) {
+            Ok(path) => path,
+            Err(response) => {
+                log.status = response.status().as_u16();
+                log.response = "invalid_request";
+                return (*response).map(|body| body.with_log(log));
+            }
+        };
+        // An invalid `traceparent` is not carried on, not even into the span's parent.
+        let trace = Traceparent::check(&mut head.headers);
         // Before anything can answer, so every request has its span; it also sets the
         // `traceparent` the gateway gets.
         log.span = self
@@ -257,22 +265,18 @@ impl Proxy {
         };
         headers::prepare_request(&mut head, uri, peer, config.proxy.preserve_host);
         let responses_create = request_body::is_responses_create(&head);
-        let progress = self.progress.as_ref().map(|hub| {
-            let header = head.headers.get(TRACEPARENT).and_then(|v| v.to_str().ok());
-            // With tracing on, the trace id is the server span's (already in the header).
-            let traced = log.span.as_ref().map(|span| span.trace_id());
-            let trace_id = match traced.or_else(|| header.and_then(TraceId::from_traceparent)) {
-                Some(id) => id,
-                None => {
-                    let (id, value) = TraceId::new_traceparent();
-                    if let Ok(value) = http::HeaderValue::from_str(&value) {
-                        head.headers.insert(TRACEPARENT, value);
-                    }
-                    id
-                }
-            };
-            (hub.clone(), trace_id)
-        });
+        // With tracing on, the trace id is the server span's (already in the header).
+        let traced = log.span.as_ref().map(|span| span.trace_id()).or(trace.id());
+        let trace_id = match traced {
+            Some(id) => Some(id),
+            // The gateway's MCP calls are matched by trace, and a removed one is restarted.
+            None if self.progress.is_some() || trace == Traceparent::Removed => {
+                Some(Traceparent::restart(&mut head.headers))
+            }
+            None => None,
+        };
+        let progress = self.progress.as_ref().zip(trace_id);
+        let progress = progress.map(|(hub, trace_id)| (hub.clone(), trace_id));
         let prepared =
             request_body::prepare(&mut head, body, &config, &self.store, &self.metrics, budget);
         let (body, facts) = match prepared.await {

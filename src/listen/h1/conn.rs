@@ -6,10 +6,12 @@
 //!
 //! While a request waits for its response or the response streams, the socket is watched for
 //! the client's close (as hyper's server does, half-closes included): the response is then
-//! dropped, and with it the upstream exchange.
+//! dropped, and with it the upstream exchange. A client that takes no byte of its response for
+//! the send timeout ([`super::send`]) is closed with a reset: it is not reading, and a reset
+//! frees at once the bytes the kernel still holds for it.
 
 use std::future::Future;
-use std::io::{self, IoSlice};
+use std::io;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, ready};
@@ -17,17 +19,18 @@ use std::time::Duration;
 
 use bytes::{Buf, Bytes};
 use http::Request;
-use http_body::{Body, Frame};
+use http_body::Body;
 use tokio::io::ReadBuf;
 use tokio::time::Sleep;
 
 use super::body::{RequestBody, Shared};
 use super::head::{self, Parsed};
 use super::linger::Linger;
-use super::out::{MAX_SLICES, Out};
-use super::response::{self, Asked, ChunkLine, Framing, Known};
-use crate::listen::ClientBody;
+use super::out::{Out, take};
+use super::response::{self, Asked, Framing, Known};
+use super::send::{SendTimer, write};
 use crate::listen::Respond;
+use crate::listen::{ClientBody, Closed};
 use crate::proxy::upstream::h1::conn::has_blank_line;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -36,11 +39,12 @@ type BoxError = Box<dyn std::error::Error + Send + Sync>;
 const LAST_CHUNK: &[u8] = b"0\r\n\r\n";
 
 /// How long a client may take to send a request head after the previous response (its first
-/// is timed from the accept by [`crate::listen::watched`]).
+/// is timed from the accept by [`crate::listen::watched`]) and to take a byte of a response.
 #[derive(Debug, Clone)]
 pub struct Limits {
     pub head_timeout: Duration,
     pub max_head_bytes: usize,
+    pub send_timeout: Duration,
 }
 
 pub struct Connection<R: Respond> {
@@ -54,8 +58,9 @@ pub struct Connection<R: Respond> {
     searched: usize,
     /// Asked to close: after the exchange in progress, or now if none is.
     closing: bool,
-    /// Closed because no next request head came within the head timeout.
-    head_timed_out: bool,
+    /// Why toolpulse closed it, when it timed the client out itself.
+    closed: Option<Closed>,
+    send_timer: SendTimer,
 }
 
 enum State<R: Respond> {
@@ -94,18 +99,20 @@ impl<R: Respond> Connection<R> {
         Connection {
             shared,
             respond,
-            limits,
             state: State::Head,
             timer: None,
             searched: 0,
             closing: false,
-            head_timed_out: false,
+            closed: None,
+            send_timer: SendTimer::new(limits.send_timeout),
+            limits,
         }
     }
 
-    /// Whether it closed because no next request head came within the head timeout.
-    pub fn head_timed_out(&self) -> bool {
-        self.head_timed_out
+    /// Why it closed, when it timed the client out: no next request head within the head
+    /// timeout, or no byte of a response taken within the send timeout.
+    pub fn closed(&self) -> Option<Closed> {
+        self.closed
     }
 
     /// Closes it after the exchange in progress, or at once when there is none.
@@ -156,7 +163,7 @@ impl<R: Respond> Connection<R> {
             if let Some(timer) = &mut self.timer
                 && timer.as_mut().poll(cx).is_ready()
             {
-                self.head_timed_out = true;
+                self.closed = Some(Closed::NoRequest);
                 return Poll::Ready(Ok(true));
             }
             match ready!(reader.poll_fill(&shared.stream, cx)) {
@@ -265,8 +272,19 @@ impl<R: Respond> Connection<R> {
             }
             if !out.is_empty() {
                 match write(&self.shared, out, cx) {
-                    Poll::Ready(Ok(())) => continue,
+                    Poll::Ready(Ok(())) => {
+                        self.send_timer.progress();
+                        continue;
+                    }
                     Poll::Ready(Err(error)) => return Poll::Ready(Err(error.into())),
+                    Poll::Pending if self.send_timer.expired(cx) => {
+                        tracing::debug!("client took no byte within the send timeout: closed");
+                        self.closed = Some(Closed::SendTimeout);
+                        if let Err(error) = self.shared.stream.set_zero_linger() {
+                            tracing::debug!(%error, "could not set a reset on close");
+                        }
+                        return Poll::Ready(Ok(false));
+                    }
                     Poll::Pending => {}
                 }
             } else if *ended {
@@ -278,51 +296,6 @@ impl<R: Respond> Connection<R> {
             }
             return Poll::Pending;
         }
-    }
-}
-
-/// Writes what `out` holds with one vectored write; ready once something was written.
-fn write(shared: &Shared, out: &mut Out, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-    loop {
-        ready!(shared.stream.poll_write_ready(cx))?;
-        let mut slices = [IoSlice::new(&[]); MAX_SLICES];
-        let n = out.slices(&mut slices);
-        match shared.stream.try_write_vectored(&slices[..n]) {
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
-            Err(e) => return Poll::Ready(Err(e)),
-            Ok(0) => return Poll::Ready(Err(io::ErrorKind::WriteZero.into())),
-            Ok(written) => {
-                out.advance(written);
-                return Poll::Ready(Ok(()));
-            }
-        }
-    }
-}
-
-/// Frames one body frame into `out`; a `Content-Length` body's excess is dropped.
-fn take(frame: Frame<Bytes>, out: &mut Out, framing: Framing, remaining: &mut u64) {
-    let Ok(mut data) = frame.into_data() else {
-        // Trailers: the last chunk goes without them.
-        return;
-    };
-    if data.is_empty() {
-        return;
-    }
-    match framing {
-        Framing::Chunked => out.push(Some(ChunkLine::new(data.len())), data, b"\r\n"),
-        Framing::Length(_) => {
-            let owed = usize::try_from(*remaining).unwrap_or(usize::MAX);
-            if data.len() > owed {
-                tracing::debug!("response body longer than its Content-Length: cut");
-                data.truncate(owed);
-            }
-            *remaining -= data.len() as u64;
-            if !data.is_empty() {
-                out.push(None, data, b"");
-            }
-        }
-        Framing::Close => out.push(None, data, b""),
-        Framing::Nothing => {}
     }
 }
 
@@ -383,6 +356,9 @@ impl<R: Respond> Future for Connection<R> {
                 State::Writing { exchange, .. } => {
                     let too_slow = exchange.too_slow;
                     let again = ready!(this.poll_write(cx))?;
+                    if this.closed.is_some() {
+                        return Poll::Ready(Ok(()));
+                    }
                     let mut reader = this.shared.reader();
                     if !reader.body_done() {
                         // Answered before the body was read: the client may still send it.

@@ -7,7 +7,8 @@
 //!   bytes for vectored writes (sans-IO);
 //! - [`body`] is the request body, read from the connection's buffer as it is polled;
 //! - [`conn`] is the connection: one exchange at a time, keep-alive, the client's close
-//!   watched; [`linger`] closes it without a reset while the client may still be sending.
+//!   watched; [`linger`] closes it without a reset while the client may still be sending;
+//!   [`send`] writes it, and times a client that stops taking its response.
 //!
 //! HTTP/2 stays on hyper ([`super::sniff`]).
 
@@ -17,3 +18,4 @@ pub mod head;
 mod linger;
 mod out;
 pub mod response;
+mod send;

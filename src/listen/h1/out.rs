@@ -7,8 +7,9 @@ use std::collections::VecDeque;
 use std::io::IoSlice;
 
 use bytes::{Buf, Bytes};
+use http_body::Frame;
 
-use super::response::ChunkLine;
+use super::response::{ChunkLine, Framing};
 
 /// At most this many body frames wait to be written; the body is not polled for more.
 pub const MAX_PIECES: usize = 16;
@@ -115,6 +116,33 @@ impl Out {
             // A flood's queue is given back once it is written.
             self.pieces = VecDeque::new();
         }
+    }
+}
+
+/// Frames one body frame into `out`; a `Content-Length` body's excess is dropped.
+pub fn take(frame: Frame<Bytes>, out: &mut Out, framing: Framing, remaining: &mut u64) {
+    let Ok(mut data) = frame.into_data() else {
+        // Trailers: the last chunk goes without them.
+        return;
+    };
+    if data.is_empty() {
+        return;
+    }
+    match framing {
+        Framing::Chunked => out.push(Some(ChunkLine::new(data.len())), data, b"\r\n"),
+        Framing::Length(_) => {
+            let owed = usize::try_from(*remaining).unwrap_or(usize::MAX);
+            if data.len() > owed {
+                tracing::debug!("response body longer than its Content-Length: cut");
+                data.truncate(owed);
+            }
+            *remaining -= data.len() as u64;
+            if !data.is_empty() {
+                out.push(None, data, b"");
+            }
+        }
+        Framing::Close => out.push(None, data, b""),
+        Framing::Nothing => {}
     }
 }
 

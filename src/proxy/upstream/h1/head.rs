@@ -105,7 +105,7 @@ pub fn parse(buf: &[u8], method: &Method) -> Result<Parsed, HeadError> {
         Some(1) => Version::HTTP_11,
         _ => return Err(HeadError::UnsupportedVersion),
     };
-    let headers = header_map(response.headers)?;
+    let mut headers = header_map(response.headers)?;
     if status == StatusCode::SWITCHING_PROTOCOLS {
         return Err(HeadError::SwitchingProtocols);
     }
@@ -113,6 +113,7 @@ pub fn parse(buf: &[u8], method: &Method) -> Result<Parsed, HeadError> {
         return Ok(Parsed::Informational { len });
     }
     let framing = framing(status, version, &headers, method)?;
+    one_length(&mut headers);
     let keep_alive = framing != Framing::Eof && keep_alive(version, &headers);
     let head = Head {
         status,
@@ -173,6 +174,24 @@ fn framing(
             .ok_or(HeadError::InvalidContentLength);
     }
     Ok(Framing::Eof)
+}
+
+/// Repeated equal lengths (`2, 2`, or two fields) become one field, as nginx would send them
+/// if it did not refuse them: a client must not get a length its own parser may refuse or
+/// read otherwise. A length that is not one (only kept by a response without a body, which
+/// is framed without it) is dropped.
+fn one_length(headers: &mut HeaderMap) {
+    if !headers.contains_key(CONTENT_LENGTH) {
+        return;
+    }
+    match content_length(headers, true) {
+        Some(n) => {
+            headers.insert(CONTENT_LENGTH, n.into());
+        }
+        None => {
+            headers.remove(CONTENT_LENGTH);
+        }
+    }
 }
 
 /// Whether `chunked` is the last coding of the last `Transfer-Encoding` field, read exactly as
@@ -297,7 +316,16 @@ mod tests {
     #[test]
     fn equal_content_lengths_are_one_length() {
         let raw = "HTTP/1.1 200 OK\r\nContent-Length: 7\r\nContent-Length: 7, 7\r\n\r\n";
-        assert_eq!(get(raw).framing, Framing::Length(7));
+        let head = get(raw);
+        assert_eq!(head.framing, Framing::Length(7));
+        let lengths: Vec<_> = head.headers.get_all(CONTENT_LENGTH).iter().collect();
+        assert_eq!(lengths, ["7"], "one field, one value");
+        let head = final_head(
+            "HTTP/1.1 200 OK\r\nContent-Length: 07\r\n\r\n",
+            &Method::HEAD,
+        )
+        .0;
+        assert_eq!(head.headers[CONTENT_LENGTH], "7");
     }
 
     #[test]
