@@ -1,17 +1,27 @@
 #!/usr/bin/env bash
-# Issue 26's high-severity attacks together against one toolpulse process (proxy, MCP front and
-# admin listener), in front of the scripted gateway (examples/bench_upstream.rs), while a
-# legitimate client keeps using all three listeners (bench/attack.py: bodies announced at
-# 4 MiB and stalled at 3.9 MiB, silent connections, bodies trickled a byte every 2 s; each
-# attacker reconnects as soon as it is closed or refused). toolpulse's RSS is sampled every
-# second. Checks:
-#   - every legitimate request is served, throughout;
-#   - peak RSS stays within idle RSS + [clients] body_buffer_bytes + $RSS_SLACK_MIB;
-#   - RSS is flat: the last third's peak is within $FLAT_SLACK_MIB of the middle third's;
-#   - the attacks were met: bodies refused for the budget and for time, silent connections
-#     closed.
+# The attacks on toolpulse together, against one toolpulse process (proxy, MCP front and admin
+# listener) in front of a scripted gateway that is partly hostile (bench/gateway.py), while a
+# legitimate client keeps using all three listeners (bench/attack.py): bodies announced at 4 MiB
+# and stalled, silent connections, trickled bodies (held connections); 272 bodies announced and
+# held after one byte (starve); 4,000 connections that send `P` (sniff); 40,000 references to
+# one hosted id (amplify); a gateway that opens 300 calls of 1 MiB arguments and a 3 MiB tool
+# name (grow); clients that never read a stream that starts with 4 MiB (stall). Each attacker
+# reconnects as soon as it is closed or refused, from a loopback address of its own.
 #
-#   bash bench/hardening.sh                 # 90 s of attack (under 2 minutes with the build done)
+# First, the sniff attack alone for $SNIFF_SECONDS s: toolpulse's CPU while 4,000 connections
+# hold one byte each. Then everything for $SECONDS_ s, toolpulse's RSS sampled every second.
+# Checks:
+#   - every legitimate request is served, throughout (streams, next turns, MCP, health);
+#   - peak RSS stays within idle RSS + the body budget + what the stalled clients may hold
+#     (2 x their first event each, until the send timeout) + the open calls' budget of the
+#     grown streams + $RSS_SLACK_MIB;
+#   - RSS is flat: the last third's peak is within $FLAT_SLACK_MIB of the middle third's;
+#   - the sniff attack costs at most $SNIFF_MAX_PCT % of a core;
+#   - the attacks were met: amplified bodies refused (400) and never sent on (the gateway's
+#     largest body stays small), stalled clients closed at the send timeout, held bodies
+#     refused, silent connections closed.
+#
+#   bash bench/hardening.sh                 # 2 minutes of attack (under 3 with the build done)
 #   SECONDS_=30 PROFILE=debug NO_BUILD=1 bash bench/hardening.sh
 #
 # Writes bench/results/<date>-<time>-hardening.md (OUT=... to change), the RSS samples beside
@@ -21,10 +31,19 @@ cd "$(dirname "$0")/.."
 source bench/lib.sh
 
 PROFILE=${PROFILE:-release}
-DURATION=${SECONDS_:-90}
-RSS_SLACK_MIB=${RSS_SLACK_MIB:-48}
-FLAT_SLACK_MIB=${FLAT_SLACK_MIB:-16}
+DURATION=${SECONDS_:-120}
+SNIFF_SECONDS=${SNIFF_SECONDS:-15}
+SNIFF_MAX_PCT=${SNIFF_MAX_PCT:-10}
+RSS_SLACK_MIB=${RSS_SLACK_MIB:-64}
+FLAT_SLACK_MIB=${FLAT_SLACK_MIB:-24}
 BUDGET_MIB=64
+# What the stalled clients may hold until the send timeout closes them: their first event
+# (4 MiB of echoed instructions) about twice over, each.
+STALL=${STALL:-10}
+STALL_KIB=4096
+SEND_TIMEOUT_MS=${SEND_TIMEOUT_MS:-5000}
+# What one stream's open calls may hold: [limits] max_open_call_bytes, the default (8 MiB).
+OPEN_CALL_MIB=8
 STAMP=$(date +%Y-%m-%d-%H%M)
 OUT=${OUT:-bench/results/$STAMP-hardening.md}
 CSV=${OUT%.md}.csv
@@ -33,13 +52,9 @@ if [ "${NO_BUILD:-0}" != 1 ]; then
   log "building ($PROFILE)"
   flag=$([ "$PROFILE" = release ] && echo --release || true)
   cargo build $flag --locked >&2
-  cargo build $flag --locked --example bench_upstream >&2
 fi
 TOOLPULSE=target/$PROFILE/toolpulse
-UPSTREAM=target/$PROFILE/examples/bench_upstream
-for bin in "$TOOLPULSE" "$UPSTREAM"; do
-  [ -x "$bin" ] || die "$bin is missing (run without NO_BUILD=1)"
-done
+[ -x "$TOOLPULSE" ] || die "$TOOLPULSE is missing (run without NO_BUILD=1)"
 command -v python3 >/dev/null || die "python3 is needed"
 ulimit -n 16384 2>/dev/null || ulimit -n "$(ulimit -Hn)" || true
 
@@ -61,16 +76,17 @@ pick_port UP_PORT
 pick_port TP_PORT
 pick_port ADMIN_PORT
 pick_port MCP_PORT
-"$UPSTREAM" --listen "127.0.0.1:$UP_PORT" --exit-after-s 600 >"$TMP/upstream.log" 2>&1 &
+python3 bench/gateway.py --port "$UP_PORT" --out-kb 10 --stats "$TMP/gateway.json" >"$TMP/upstream.log" 2>&1 &
 UP_PID=$!
 wait_port "$UP_PORT" "$UP_PID" upstream
 # Timeouts shorter than the defaults so that the attackers cycle many times within the run;
-# the budget is the default.
+# the budgets are the defaults.
 cat >"$TMP/toolpulse.toml" <<EOF
 [clients]
 head_timeout_ms = 3000
 body_timeout_ms = 5000
 idle_timeout_ms = 5000
+send_timeout_ms = $SEND_TIMEOUT_MS
 body_buffer_bytes = $((BUDGET_MIB << 20))
 
 [mcp]
@@ -80,20 +96,33 @@ listen = "127.0.0.1:$MCP_PORT"
 name = "srv"
 upstream = "http://127.0.0.1:$UP_PORT/mcp"
 EOF
-RUST_LOG=warn "$TOOLPULSE" --config "$TMP/toolpulse.toml" --upstream "http://127.0.0.1:$UP_PORT" \
+# As the image runs it (Dockerfile: glibc gives large freed blocks back to the system).
+MALLOC_MMAP_THRESHOLD_=131072 RUST_LOG=warn "$TOOLPULSE" --config "$TMP/toolpulse.toml" --upstream "http://127.0.0.1:$UP_PORT" \
   --listen "127.0.0.1:$TP_PORT" --admin-listen "127.0.0.1:$ADMIN_PORT" >"$TMP/toolpulse.log" 2>&1 &
 TP_PID=$!
 wait_port "$TP_PORT" "$TP_PID" toolpulse
 wait_port "$MCP_PORT" "$TP_PID" toolpulse
 
 metric() { # the sum of a metric's series whose labels contain $2 (if given)
-  curl -s --max-time 2 "http://127.0.0.1:$ADMIN_PORT/metrics" |
+  curl -s --max-time 5 "http://127.0.0.1:$ADMIN_PORT/metrics" |
     awk -v m="$1" -v l="${2:-}" '($1 == m || index($1, m "{") == 1) && index($1, l) { s += $2 } END { print s + 0 }'
+}
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$TP_PID/stat"; }
+attack() { # attack.py with the listeners' ports; its JSON on stdout
+  python3 bench/attack.py --proxy "$TP_PORT" --mcp "$MCP_PORT" --admin "$ADMIN_PORT" \
+    --stall "$STALL" --stall-kb "$STALL_KIB" "$@" 2>>"$TMP/attack.err" ||
+    die "attack.py failed: $(tail -5 "$TMP/attack.err")"
 }
 
 sleep 1
 BASE=$(status_kib VmRSS "$TP_PID")
-log "idle RSS $((BASE / 1024)) MiB; attacking for $DURATION s"
+HZ=$(getconf CLK_TCK)
+log "idle RSS $((BASE / 1024)) MiB; the sniff attack alone for $SNIFF_SECONDS s"
+before=$(cpu_ticks)
+attack --only sniff --seconds "$SNIFF_SECONDS" >"$TMP/sniff.json"
+sniff_pct=$((($(cpu_ticks) - before) * 100 / HZ / SNIFF_SECONDS))
+
+log "attacking for $DURATION s"
 echo "second,rss_kib" >"$CSV"
 (
   i=0
@@ -104,61 +133,92 @@ echo "second,rss_kib" >"$CSV"
   done
 ) &
 SAMPLER=$!
-python3 bench/attack.py --proxy "$TP_PORT" --mcp "$MCP_PORT" --admin "$ADMIN_PORT" \
-  --seconds "$DURATION" >"$TMP/attack.json" 2>"$TMP/attack.err" || die "attack.py failed: $(tail -5 "$TMP/attack.err")"
+# Three processes, so that the attackers' own work (Python) does not slow the legitimate
+# client: the legitimate client; the connections and bodies held; the streams.
+attack --only legit --seconds "$DURATION" >"$TMP/legit.json" &
+LEGIT=$!
+attack --only pin,idle,trickle,starve,sniff --seconds "$DURATION" >"$TMP/held.json" &
+HELD=$!
+attack --only amplify,grow,stall --seconds "$DURATION" >"$TMP/streams.json"
+wait "$LEGIT" || die "the legitimate client failed"
+wait "$HELD" || die "the attackers failed"
+python3 -c "import json, sys; print(json.dumps({k: v for f in sys.argv[1:] for k, v in json.load(open(f)).items()}, sort_keys=True))" \
+  "$TMP/legit.json" "$TMP/held.json" "$TMP/streams.json" >"$TMP/attack.json"
 kill "$SAMPLER" 2>/dev/null || true
 SAMPLER=""
 kill -0 "$TP_PID" 2>/dev/null || die "toolpulse died: $(tail -5 "$TMP/toolpulse.log")"
+sleep 2
+AFTER=$(status_kib VmRSS "$TP_PID")
+send_timeouts=$(metric toolpulse_client_connections_closed_total 'reason="send_timeout"')
+budget=$(metric toolpulse_request_bodies_refused_total 'reason="budget"')
+shares=$(($(metric toolpulse_request_bodies_refused_total 'reason="peer_share"') + $(metric toolpulse_request_bodies_refused_total 'reason="connection_share"')))
+timeouts=$(metric toolpulse_request_bodies_refused_total 'reason="timeout"')
+silent=$(metric toolpulse_client_connections_closed_total 'reason="no_request"')
+stop "$UP_PID" # it writes its stats as it exits
+UP_PID=""
 
 FAILED=0
 fail() {
   FAILED=$((FAILED + 1))
   log "FAIL: $*"
 }
-field() { python3 -c "import json,sys; print(json.load(open('$TMP/attack.json')).get('$1', 0))"; }
+A=$TMP/attack.json
+field() { python3 -c "import json,sys; print(json.load(open('$1')).get('$2', 0))"; }
+fields() { python3 -c "import json; c = json.load(open('$A')); print({k: v for k, v in c.items() if k.startswith('$1') and k not in '$2'.split()} or 'none')"; }
 peak=$(awk -F, 'NR > 1 && $2 > m { m = $2 } END { print m + 0 }' "$CSV")
 samples=$(($(wc -l <"$CSV") - 1))
 third=$((samples / 3))
 mid_peak=$(awk -F, -v a="$third" -v b="$((2 * third))" 'NR > 1 && NR - 2 >= a && NR - 2 < b && $2 > m { m = $2 } END { print m + 0 }' "$CSV")
 end_peak=$(awk -F, -v b="$((2 * third))" 'NR > 1 && NR - 2 >= b && $2 > m { m = $2 } END { print m + 0 }' "$CSV")
-bound=$((BASE + ((BUDGET_MIB + RSS_SLACK_MIB) << 10)))
+stall_mib=$((STALL * 2 * STALL_KIB / 1024))
+bound=$((BASE + ((BUDGET_MIB + stall_mib + OPEN_CALL_MIB + RSS_SLACK_MIB) << 10)))
+largest=$(field "$TMP/gateway.json" largest_body)
 
-legit=$(($(field legit_stream) + $(field legit_health) + $(field legit_mcp)))
-legit_failed=$(field legit_failed)
+legit=$(($(field $A legit_stream) + $(field $A legit_next_turn) + $(field $A legit_health) + $(field $A legit_mcp)))
+legit_failed=$(field $A legit_failed)
 [ "$legit" -gt 0 ] || fail "no legitimate request was made"
 [ "$legit_failed" = 0 ] || fail "$legit_failed of $legit legitimate requests failed: $(head -3 "$TMP/attack.err")"
 [ "$peak" -le "$bound" ] || fail "peak RSS $((peak / 1024)) MiB over $((bound / 1024)) MiB"
 [ $((end_peak - mid_peak)) -le $((FLAT_SLACK_MIB << 10)) ] ||
   fail "RSS grew: last third's peak $((end_peak / 1024)) MiB, middle third's $((mid_peak / 1024)) MiB"
-budget=$(metric toolpulse_request_bodies_refused_total 'reason="budget"')
-timeouts=$(metric toolpulse_request_bodies_refused_total 'reason="timeout"')
-silent=$(metric toolpulse_client_connections_closed_total 'reason="no_request"')
-failures=$(python3 -c "import json; c = json.load(open('$TMP/attack.json')); print(', '.join(f'{k} {v}' for k, v in c.items() if k.startswith('legit_') and k.endswith('_failed')) or 'none')")
-[ "$budget" -gt 0 ] || fail "no body was refused for the budget"
+[ "$sniff_pct" -le "$SNIFF_MAX_PCT" ] || fail "the sniff attack took $sniff_pct % of a core"
+[ "$(field $A amplify_400)" -gt 0 ] || fail "no amplified body was refused 400"
+[ "$largest" -le $((4 << 20)) ] || fail "the gateway received a body of $largest bytes"
+[ "$(field $A stall_closed_by_proxy)" -gt 0 ] || fail "no stalled client was closed"
+[ "$(field $A stall_still_open)" = 0 ] || fail "stalled clients still open after the send timeout"
+[ "$send_timeouts" -gt 0 ] || fail "no send timeout was counted"
+[ "$(field $A grow_complete)" -gt 0 ] || fail "no grown stream reached its client whole"
+[ $((budget + shares)) -gt 0 ] || fail "no body was refused for the budget or a share of it"
 [ "$timeouts" -gt 0 ] || fail "no body was refused for time"
 [ "$silent" -gt 0 ] || fail "no silent connection was closed"
 
 {
   echo "# Hardening soak, $(date -u +'%Y-%m-%d %H:%M UTC')"
   echo
-  echo "\`bash bench/hardening.sh\` ($PROFILE build, $(nproc) cores, $DURATION s of attack): toolpulse"
-  echo "with \`[clients] head_timeout_ms = 3000, body_timeout_ms = 5000, idle_timeout_ms = 5000\`,"
-  echo "the default budget of $BUDGET_MIB MiB, in front of \`examples/bench_upstream.rs\`; \`bench/attack.py\`"
-  echo "runs 40 body pinners (4 MiB announced, 3.9 MiB sent, then stalled; half on the proxy,"
-  echo "half on the MCP front), 60 silent connections (proxy and MCP; 8 more on the admin"
-  echo "listener, half its cap) and 20 tricklers (a"
-  echo "byte every 2 s), each reconnecting at once, and a legitimate client every 250 ms on all"
-  echo "three listeners."
+  echo "\`bash bench/hardening.sh\` ($PROFILE build, $(nproc) cores): toolpulse with \`[clients]"
+  echo "head_timeout_ms = 3000, body_timeout_ms = 5000, idle_timeout_ms = 5000, send_timeout_ms ="
+  echo "$SEND_TIMEOUT_MS\`, the default budgets, in front of \`bench/gateway.py\`. \`bench/attack.py\` runs"
+  echo "for $DURATION s, each attacker reconnecting at once from a loopback address of its own: 40 body"
+  echo "pinners (4 MiB announced, 3.9 MiB sent, stalled), 60 silent connections (8 more on the admin"
+  echo "listener), 20 tricklers, 272 starvers (12 x 4 MiB and 260 x 64 KiB announced, one byte"
+  echo "sent), 4,000 sniffers (the byte \`P\`), an amplifier (40,000 references to its own hosted"
+  echo "id), a grower (300 calls of 1 MiB arguments, a 3 MiB tool name) and $STALL stalled readers"
+  echo "(4 MiB first event); and a legitimate client every 250 ms on all three listeners (a turn"
+  echo "with a web search, its next turn by \`item_reference\`, an MCP POST, \`/healthz\`)."
   echo
   echo "| check | result |"
   echo "|---|---|"
-  echo "| legitimate requests | $legit made, $legit_failed failed ($failures); worst latency $(field legit_worst_ms) ms |"
-  echo "| RSS | idle $((BASE / 1024)) MiB, peak $((peak / 1024)) MiB (bound: idle + $BUDGET_MIB MiB budget + $RSS_SLACK_MIB MiB = $((bound / 1024)) MiB) |"
+  echo "| legitimate requests | $legit made, $legit_failed failed ($(fields legit_ 'legit_stream legit_next_turn legit_health legit_mcp legit_worst_ms')); worst latency $(field $A legit_worst_ms) ms |"
+  echo "| RSS | idle $((BASE / 1024)) MiB, peak $((peak / 1024)) MiB, $((AFTER / 1024)) MiB 2 s after (bound: idle + $BUDGET_MIB MiB budget + $stall_mib MiB stalled + $OPEN_CALL_MIB MiB open calls + $RSS_SLACK_MIB MiB = $((bound / 1024)) MiB) |"
   echo "| RSS flat | peak of the middle third $((mid_peak / 1024)) MiB, of the last third $((end_peak / 1024)) MiB (slack $FLAT_SLACK_MIB MiB) |"
-  echo "| bodies refused | $budget for the budget (503), $timeouts for time (408) |"
+  echo "| sniff alone, $SNIFF_SECONDS s ($(field "$TMP/sniff.json" sniff_closed) closed at the head timeout) | $sniff_pct % of a core (at most $SNIFF_MAX_PCT) |"
+  echo "| amplify ($(field $A amplify_request_bytes) bytes a request) | $(field $A amplify_400) refused 400, others $(fields amplify_ 'amplify_400 amplify_request_bytes'); the gateway's largest body: $largest bytes |"
+  echo "| stall | $(field $A stall_closed_by_proxy) closed by toolpulse, $(field $A stall_still_open) still open; $send_timeouts send timeouts counted |"
+  echo "| grow | $(field $A grow_complete) streams whole at the client, $(field $A grow_incomplete) not, $(field $A grow_bytes) bytes |"
+  echo "| held bodies | $budget refused for the budget, $shares for a peer's or a connection's share (503), $timeouts for time (408); starvers saw $(fields starve_ '') |"
   echo "| silent connections closed | $silent |"
   echo
-  echo "What the attackers saw: \`$(cat "$TMP/attack.json")\`"
+  echo "What the attackers saw: \`$(cat "$A")\`"
   echo
   echo "RSS samples (one a second): \`$(basename "$CSV")\`."
   [ "$FAILED" = 0 ] && echo && echo "All checks passed." || { echo; echo "$FAILED checks FAILED."; }
