@@ -1,10 +1,8 @@
 //! The admin listener, on its own address so no gateway path is shadowed: `/healthz` (the
 //! process is alive), `/readyz` (503 while starting or draining), `/metrics` (Prometheus text).
-//! At most `[admin] max_connections` connections ([`slots`]), under what every listener bounds
+//! At most `[admin] max_connections` connections ([`crate::listen::slots`]), under what every listener bounds
 //! ([`crate::listen`]): a health probe gets through connections that hold the listener without
 //! asking anything, and one turned away costs nothing lasting.
-
-mod slots;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -19,10 +17,10 @@ use tokio::net::{TcpListener, TcpStream};
 
 use crate::config::ClientLimits;
 use crate::listen::activity::Activity;
+use crate::listen::slots::{Admit, Slots};
 use crate::listen::{self, Shutdown};
 use crate::metrics::Metrics;
 use crate::proxy::server::accept;
-use slots::{Admit, Slots};
 
 /// At most this many reads (4 KiB each) drop what a refused client sent before the close.
 const MAX_REFUSAL_READS: usize = 16;

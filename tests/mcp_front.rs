@@ -702,24 +702,36 @@ async fn only_configured_servers_are_reached() {
 
 #[tokio::test]
 async fn connections_over_the_limit_are_answered_503() {
-    let echo = start_echo_server().await;
-    let mut config = config(echo, None);
+    use common::gateway::{Action, Gateway, Reply};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let release = Arc::new(tokio::sync::Notify::new());
+    let wait = release.clone();
+    let mut gateway = Gateway::start(move |_| Reply {
+        head: "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2".into(),
+        actions: vec![Action::Wait(wait.clone()), Action::Raw(b"{}".to_vec())],
+    })
+    .await;
+    let mut config = config(gateway.addr, None);
     if let Some(mcp) = config.mcp.as_mut() {
         mcp.max_connections = 1;
     }
     let (front, metrics) = start_front(config, RecordingHub::new()).await;
-    // The first connection holds the only slot while it stays open.
-    let held = tokio::net::TcpStream::connect(front)
+    let request = b"POST /srv HTTP/1.1\r\nhost: x\r\ncontent-length: 2\r\n\r\n{}";
+    // The first connection holds the only place while its request is in flight (a connection
+    // that asks nothing would make room for the next one instead).
+    let mut held = tokio::net::TcpStream::connect(front)
         .await
         .expect("connect");
+    held.write_all(request).await.expect("write");
+    gateway
+        .requests
+        .recv()
+        .await
+        .expect("the first request upstream");
     let mut second = tokio::net::TcpStream::connect(front)
         .await
         .expect("connect");
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    second
-        .write_all(b"POST /srv HTTP/1.1\r\nhost: x\r\ncontent-length: 2\r\n\r\n{}")
-        .await
-        .expect("write");
+    second.write_all(request).await.expect("write");
     let mut answer = Vec::new();
     tokio::time::timeout(Duration::from_secs(10), second.read_to_end(&mut answer))
         .await
@@ -728,8 +740,14 @@ async fn connections_over_the_limit_are_answered_503() {
     let answer = String::from_utf8_lossy(&answer);
     assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
     assert_eq!(metrics.mcp_connections_rejected.get(), 1);
+    release.notify_waiters();
+    let mut first = [0u8; 12];
+    held.read_exact(&mut first)
+        .await
+        .expect("the first is answered");
+    assert_eq!(&first, b"HTTP/1.1 200");
     drop(held);
-    // The slot is free again once the first connection is gone.
+    // The place is free again once the first connection is gone.
     let client = http_client();
     let mut answered = false;
     for _ in 0..50 {

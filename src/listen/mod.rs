@@ -19,6 +19,7 @@ pub mod activity;
 pub mod h1;
 mod prefixed;
 mod respond;
+pub mod slots;
 mod sniff;
 pub mod watched;
 

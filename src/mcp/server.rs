@@ -1,5 +1,6 @@
 //! The MCP listener: accepts up to `[mcp] max_connections` connections (HTTP/1.1 and HTTP/2;
-//! more are answered 503 and closed) under what every listener bounds ([`crate::listen`]),
+//! past them the oldest without a request in flight is closed to admit a new one, and when
+//! every one has a request in flight the new one is answered 503 and closed) under what every listener bounds ([`crate::listen`]),
 //! hands each request to
 //! [`Front::handle`]; on shutdown it stops accepting, ends the GET streams at once (they only
 //! wait for server messages, and the gateway resumes them) and gives answers to calls the drain
@@ -7,15 +8,16 @@
 
 use std::future::Future;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio::net::TcpListener;
-use tokio::sync::Semaphore;
 
 use super::Front;
 use super::calls::Share;
+use crate::listen::activity::Activity;
+use crate::listen::slots::Slots;
 use crate::listen::{self, Shutdown};
-use crate::proxy::server::{accept, reject};
+use crate::proxy::server::{accept, admit, reject};
 
 /// After the drain time ended the answers, how long their last bytes may take to go out.
 const FLUSH_TIMEOUT: Duration = Duration::from_secs(5);
@@ -49,7 +51,7 @@ pub async fn serve(
 ) -> Connections {
     let limits = Arc::new(front.clients.clone());
     let builder = listen::builder(&limits, None);
-    let limit = Arc::new(Semaphore::new(front.config.max_connections));
+    let slots = Arc::new(Slots::new(front.config.max_connections));
     let connections = Shutdown::default();
     tokio::pin!(shutdown);
     loop {
@@ -60,7 +62,8 @@ pub async fn serve(
         if let Err(error) = stream.set_nodelay(true) {
             tracing::debug!(%error, "could not set TCP_NODELAY");
         }
-        let Ok(permit) = limit.clone().try_acquire_owned() else {
+        let activity = Activity::new(Instant::now());
+        let Some(slot) = admit(&slots, &activity, &front.metrics, "mcp") else {
             front.metrics.mcp_connections_rejected.inc();
             tokio::spawn(reject(stream));
             continue;
@@ -75,14 +78,17 @@ pub async fn serve(
                 let (front, share, budget) = (front.clone(), share.clone(), budget.clone());
                 async move { front.handle(request, peer, &share, &budget).await }
             };
-            let (closed, result) = listen::serve(&builder, stream, &watch, &limits, handle).await;
+            let served = listen::serve_tracked(&builder, stream, &watch, &limits, activity, handle);
+            // Evicted (`None`): dropping the connection closed it, wherever it stood.
+            let Some((closed, result)) = slot.serve(served).await else {
+                return;
+            };
             if let Err(error) = result {
                 tracing::debug!(%error, %peer, "MCP connection ended with an error");
             }
             if let Some(closed) = closed {
                 metrics.connection_closed("mcp", closed.as_str());
             }
-            drop(permit);
         });
     }
 }

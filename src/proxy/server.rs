@@ -1,6 +1,8 @@
 //! The listener: accepts connections (TCP_NODELAY), serves HTTP/1.1 and HTTP/2
 //! ([`crate::listen`]) and hands each request to [`Proxy::handle`]. It bounds what one process takes
-//! on: at most `max_connections` connections (more are answered 503 and closed), request heads
+//! on: at most `max_connections` connections (past them, the oldest connection without a
+//! request in flight is closed to admit a new one, [`crate::listen::slots`]; when every one
+//! has a request in flight, the new one is answered 503 and closed), request heads
 //! up to `max_header_bytes`, and what every listener bounds ([`crate::listen`]: timeouts for
 //! heads, idle connections and HTTP/2 peers, concurrent HTTP/2 streams). On shutdown it stops
 //! accepting and returns the open [`Connections`], which the caller drains.
@@ -8,17 +10,18 @@
 use std::convert::Infallible;
 use std::future::Future;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::Semaphore;
 
 use super::Proxy;
 use super::budget::Listener;
 use super::error::ProxyError;
+use crate::listen::activity::Activity;
+use crate::listen::slots::{Admit, Slots};
 use crate::listen::{self, Shutdown};
 
 /// After a failed accept (e.g. out of file descriptors), wait this long before the next one.
@@ -58,7 +61,7 @@ pub async fn serve(
     let config = proxy.config();
     let limits = Arc::new(config.clients.clone());
     let builder = listen::builder(&limits, Some(config.proxy.max_header_bytes));
-    let limit = Arc::new(Semaphore::new(config.proxy.max_connections));
+    let slots = Arc::new(Slots::new(config.proxy.max_connections));
     let connections = Shutdown::default();
     tokio::pin!(shutdown);
     loop {
@@ -69,7 +72,8 @@ pub async fn serve(
         if let Err(error) = stream.set_nodelay(true) {
             tracing::debug!(%error, "could not set TCP_NODELAY");
         }
-        let Ok(permit) = limit.clone().try_acquire_owned() else {
+        let activity = Activity::new(Instant::now());
+        let Some(slot) = admit(&slots, &activity, proxy.metrics(), "proxy") else {
             proxy.metrics().connections_rejected.inc();
             tokio::spawn(reject(stream));
             continue;
@@ -84,17 +88,37 @@ pub async fn serve(
                 let (proxy, budget) = (proxy.clone(), budget.clone());
                 async move { proxy.handle(request, peer, &budget).await }
             };
-            let (closed, result) = listen::serve(&builder, stream, &watch, &limits, handle).await;
-            if let Err(error) = result {
-                tracing::debug!(%error, %peer, "client connection ended with an error");
-            }
-            if let Some(closed) = closed {
-                tracing::debug!(%peer, reason = closed.as_str(), "client connection closed");
-                metrics.connection_closed("proxy", closed.as_str());
+            let served = listen::serve_tracked(&builder, stream, &watch, &limits, activity, handle);
+            // Evicted (`None`): dropping the connection closed it, wherever it stood.
+            if let Some((closed, result)) = slot.serve(served).await {
+                if let Err(error) = result {
+                    tracing::debug!(%error, %peer, "client connection ended with an error");
+                }
+                if let Some(closed) = closed {
+                    tracing::debug!(%peer, reason = closed.as_str(), "client connection closed");
+                    metrics.connection_closed("proxy", closed.as_str());
+                }
             }
             metrics.connections_active.dec();
-            drop(permit);
         });
+    }
+}
+
+/// A place among `slots` for a new connection, counting the one it evicted; `None` when every
+/// connection has a request in flight.
+pub(crate) fn admit(
+    slots: &Arc<Slots>,
+    activity: &Arc<Activity>,
+    metrics: &crate::metrics::Metrics,
+    listener: &'static str,
+) -> Option<crate::listen::slots::Slot> {
+    match slots.admit(activity) {
+        Admit::Refused => None,
+        Admit::Taken(slot) => Some(slot),
+        Admit::Evicted(slot) => {
+            metrics.connection_closed(listener, "evicted");
+            Some(slot)
+        }
     }
 }
 

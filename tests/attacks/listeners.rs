@@ -3,6 +3,7 @@
 //! starts the real listeners on `127.0.0.1:0` with small limits and waits for events.
 
 mod admin;
+mod caps;
 mod edges;
 mod send_timeout;
 mod sniff;

@@ -1,11 +1,15 @@
-//! The admin listener's connections, oldest first, at most `[admin] max_connections`. Past
-//! them a new connection takes the place of the oldest one without a request in flight (one
-//! that has sent no request head yet, or a part of one, or waits between requests), which is
-//! closed: connections that only hold the listener cannot keep a health probe out, and the
-//! listener never holds more than its cap. Only when every connection has a request in flight
-//! is the new one refused.
+//! A listener's connections, oldest first, at most its `max_connections`. Past them a new
+//! connection takes the place of the oldest one without a request in flight (one that has
+//! sent no request head yet, or a part of one, or waits between requests), which is closed:
+//! connections that only hold the listener (silent ones, a byte of a preface, a head trickled)
+//! cannot keep a client with a request out, and the listener never holds more than its cap.
+//! Only when every connection has a request in flight is the new one refused.
+//!
+//! Kept in accept order by a counter, so the oldest is the first key: admitting past the cap
+//! looks at the busy connections before the first idle one, dropping a connection is a
+//! logarithmic removal.
 
-use std::collections::VecDeque;
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -13,16 +17,15 @@ use std::time::Instant;
 
 use tokio::sync::oneshot;
 
-use crate::listen::activity::Activity;
+use super::activity::Activity;
 
 pub struct Slots {
     max: usize,
-    open: Mutex<VecDeque<Entry>>,
+    open: Mutex<BTreeMap<u64, Entry>>,
     next_id: AtomicU64,
 }
 
 struct Entry {
-    id: u64,
     activity: Arc<Activity>,
     evict: oneshot::Sender<()>,
 }
@@ -47,12 +50,12 @@ impl Slots {
     pub fn new(max: usize) -> Self {
         Slots {
             max: max.max(1),
-            open: Mutex::new(VecDeque::new()),
+            open: Mutex::new(BTreeMap::new()),
             next_id: AtomicU64::new(0),
         }
     }
 
-    fn open(&self) -> MutexGuard<'_, VecDeque<Entry>> {
+    fn open(&self) -> MutexGuard<'_, BTreeMap<u64, Entry>> {
         // Nothing panics while holding it; a poisoned list is still consistent.
         self.open.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -63,10 +66,13 @@ impl Slots {
         let mut evicted = false;
         if open.len() >= self.max {
             let now = Instant::now();
-            let Some(at) = open.iter().position(|e| e.activity.idle_for(now).is_some()) else {
+            let idle = open
+                .iter()
+                .find(|(_, e)| e.activity.idle_for(now).is_some());
+            let Some((&at, _)) = idle else {
                 return Admit::Refused;
             };
-            let oldest = open.remove(at).expect("a position in the list");
+            let oldest = open.remove(&at).expect("a key of the map");
             // Gone already when its connection ended meanwhile.
             let _ = oldest.evict.send(());
             evicted = true;
@@ -74,11 +80,7 @@ impl Slots {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (evict, evicted_rx) = oneshot::channel();
         let activity = activity.clone();
-        open.push_back(Entry {
-            id,
-            activity,
-            evict,
-        });
+        open.insert(id, Entry { activity, evict });
         let slot = Slot {
             id,
             slots: self.clone(),
@@ -109,7 +111,7 @@ impl Slot {
 
 impl Drop for Slot {
     fn drop(&mut self) {
-        self.slots.open().retain(|e| e.id != self.id);
+        self.slots.open().remove(&self.id);
     }
 }
 
