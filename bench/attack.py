@@ -57,6 +57,7 @@ def parse_args():
     # by a peer that reconnects at once; what matters is that idle ones are closed.
     p.add_argument("--idle-admin", type=int, default=8)
     p.add_argument("--sniff", type=int, default=4000)
+    p.add_argument("--sniff-byte", default="P", help="what each sniffer sends ('' for nothing)")
     p.add_argument("--stall", type=int, default=10)
     p.add_argument("--stall-kb", type=int, default=4096)
     p.add_argument("--references", type=int, default=40000)
@@ -363,7 +364,8 @@ async def main():
         for length, n in ((4 * MIB, 12), (64 * 1024, 260)):
             tasks.extend(starve(args.proxy, length, deadline, counts, "starve") for _ in range(n))
     if run("sniff"):
-        tasks.extend(held(args.proxy, deadline, counts, "sniff", b"P") for _ in range(args.sniff))
+        first = args.sniff_byte.encode()
+        tasks.extend(held(args.proxy, deadline, counts, "sniff", first) for _ in range(args.sniff))
     if run("amplify"):
         tasks.append(amplify(args.proxy, args.references, deadline, counts, "amplify"))
     if run("grow"):
