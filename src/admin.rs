@@ -125,7 +125,7 @@ pub async fn serve(
             let metrics = admin.metrics.clone();
             let handle =
                 move |request: Request<ClientBody>| std::future::ready(admin.answer(&request));
-            let served = listen::serve_tracked(&builder, stream, &watch, &limits, activity, handle);
+            let served = listen::serve(&builder, stream, &watch, &limits, activity, handle);
             // Evicted: dropping the connection closes it, wherever it stands.
             let Some((closed, _)) = slot.serve(served).await else {
                 return;

@@ -25,7 +25,6 @@ pub mod watched;
 
 use std::future::Future;
 use std::sync::Arc;
-use std::time::Instant;
 
 use bytes::Bytes;
 use http::{Request, Response};
@@ -76,29 +75,11 @@ pub fn builder(limits: &ClientLimits, max_header_bytes: Option<usize>) -> Arc<Bu
     Arc::new(Builders::new(http1, http2))
 }
 
-/// Serves one connection with `handle` until it ends, the client goes, toolpulse closes it
-/// for idleness, for want of a request head or for a client that takes no byte of its
-/// response (the reason is returned) or `shutdown` drains it.
+/// Serves one client connection, its requests in flight told to `activity` (accepted now) so
+/// that the caller can see whether it is in use; ends when it closes, when it is closed for
+/// idleness, for want of a request head or for a client that takes no byte of its response
+/// (the reason is returned), or when `shutdown` drains it.
 pub async fn serve<H, F, B>(
-    builders: &Builders,
-    stream: TcpStream,
-    shutdown: &Shutdown,
-    limits: &ClientLimits,
-    handle: H,
-) -> (Option<Closed>, Result<(), BoxError>)
-where
-    H: Fn(Request<ClientBody>) -> F + Send + Sync + Unpin + 'static,
-    F: Future<Output = Response<B>> + Send + 'static,
-    B: Body<Data = Bytes> + Send + Unpin + 'static,
-    B::Error: Into<BoxError>,
-{
-    let activity = Activity::new(Instant::now());
-    serve_tracked(builders, stream, shutdown, limits, activity, handle).await
-}
-
-/// [`serve`], with the connection's requests in flight told to `activity` (accepted now), so
-/// that the caller can see whether it is in use.
-pub async fn serve_tracked<H, F, B>(
     builders: &Builders,
     stream: TcpStream,
     shutdown: &Shutdown,

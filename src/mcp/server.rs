@@ -78,7 +78,7 @@ pub async fn serve(
                 let (front, share, budget) = (front.clone(), share.clone(), budget.clone());
                 async move { front.handle(request, peer, &share, &budget).await }
             };
-            let served = listen::serve_tracked(&builder, stream, &watch, &limits, activity, handle);
+            let served = listen::serve(&builder, stream, &watch, &limits, activity, handle);
             // Evicted (`None`): dropping the connection closed it, wherever it stood.
             let Some((closed, result)) = slot.serve(served).await else {
                 return;

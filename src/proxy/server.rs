@@ -88,7 +88,7 @@ pub async fn serve(
                 let (proxy, budget) = (proxy.clone(), budget.clone());
                 async move { proxy.handle(request, peer, &budget).await }
             };
-            let served = listen::serve_tracked(&builder, stream, &watch, &limits, activity, handle);
+            let served = listen::serve(&builder, stream, &watch, &limits, activity, handle);
             // Evicted (`None`): dropping the connection closed it, wherever it stood.
             if let Some((closed, result)) = slot.serve(served).await {
                 if let Err(error) = result {

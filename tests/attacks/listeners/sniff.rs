@@ -10,6 +10,7 @@ use http_body_util::Full;
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 use toolpulse::config::ClientLimits;
+use toolpulse::listen::activity::Activity;
 use toolpulse::listen::{self, ClientBody, Shutdown};
 
 use super::until_closed;
@@ -34,7 +35,9 @@ async fn a_partial_preface_waits_for_bytes_and_is_closed_at_the_head_timeout() {
                 let handle = |_: http::Request<ClientBody>| async {
                     Response::new(Full::new(bytes::Bytes::from_static(b"ok")))
                 };
-                let _ = listen::serve(&builders, stream, &shutdown, &limits, handle).await;
+                let activity = Activity::new(std::time::Instant::now());
+                let _ =
+                    listen::serve(&builders, stream, &shutdown, &limits, activity, handle).await;
             });
         }
     });
