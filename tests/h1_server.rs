@@ -191,3 +191,35 @@ async fn refused_heads_are_answered_and_closed_and_never_forwarded() {
     let more = gw.requests_before_marker(proxy).await;
     assert!(more.is_empty(), "none forwarded: {more:?}");
 }
+
+/// A request refused before its body was read: when the whole body is already in, it is
+/// skipped and the connection carries the next request; when it is not, the answer says
+/// `connection: close`, so no client sends its next request into the close.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refusal_before_the_body_is_read_keeps_the_connection_only_when_it_can() {
+    let gw = Gateway::start(events).await;
+    let proxy = start_proxy(Config::default(), &gw.url()).await;
+    let refused = "POST /v1/responses HTTP/1.1\r\nhost: x\r\nx-toolpulse-profiles: robot\r\n\
+                   content-length: 11\r\n\r\n";
+
+    let mut stream = TcpStream::connect(proxy).await.expect("connect");
+    stream
+        .write_all(format!("{refused}{{\"a\":\"b\"}}  ").as_bytes())
+        .await
+        .expect("write");
+    let answer = read_until(&mut stream, "invalid_profiles").await;
+    assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
+    assert!(!answer.contains("connection: close"), "{answer}");
+    stream
+        .write_all(b"GET /v1/next HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n")
+        .await
+        .expect("next");
+    let (answer, _) = until_closed(&mut stream).await;
+    assert!(answer.contains("HTTP/1.1 200 OK\r\n"), "{answer}");
+
+    let mut stream = TcpStream::connect(proxy).await.expect("connect");
+    stream.write_all(refused.as_bytes()).await.expect("head");
+    let answer = read_until(&mut stream, "invalid_profiles").await;
+    assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
+    assert!(answer.contains("connection: close\r\n"), "{answer}");
+}

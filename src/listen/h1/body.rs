@@ -39,6 +39,7 @@ impl Shared {
                 read_size: READ_BUF_FIRST,
                 body: BodyState::Done,
                 continue_left: 0,
+                abandoned: false,
             }),
         })
     }
@@ -56,6 +57,8 @@ pub struct Reader {
     body: BodyState,
     /// Bytes of [`CONTINUE`] still to write before the body is read.
     continue_left: usize,
+    /// The request body was dropped before its end: nothing will read the rest.
+    abandoned: bool,
 }
 
 enum BodyState {
@@ -97,6 +100,7 @@ impl Reader {
         };
         let decoder = Decoder::new(framing);
         self.continue_left = 0;
+        self.abandoned = false;
         if decoder.is_done() {
             self.body = BodyState::Done;
             return;
@@ -107,12 +111,32 @@ impl Reader {
         }
     }
 
-    /// The response head is going out: a `100 Continue` not sent by now never is, and a
-    /// buffer with nothing left in it is given back while the response streams.
+    /// The response head is going out: a `100 Continue` not sent by now never is, what is
+    /// here of a body its handler dropped unread is skipped, and a buffer with nothing left in
+    /// it is given back while the response streams.
     pub fn answered(&mut self) {
         self.continue_left = 0;
+        if self.abandoned {
+            self.skip_buffered();
+        }
         if self.body_done() {
             self.rest();
+        }
+    }
+
+    /// Decodes and drops what the buffer holds of the body, reading nothing more.
+    fn skip_buffered(&mut self) {
+        while let BodyState::Reading(decoder) = &mut self.body {
+            let Ok(step) = decoder.decode(&self.buf) else {
+                self.body = BodyState::Failed;
+                return;
+            };
+            self.buf.advance(step.consumed);
+            if decoder.is_done() {
+                self.body = BodyState::Done;
+            } else if step.consumed == 0 {
+                return;
+            }
         }
     }
 
@@ -226,6 +250,14 @@ impl RequestBody {
                     return Poll::Ready(Some(Err(error.into())));
                 }
             }
+        }
+    }
+}
+
+impl Drop for RequestBody {
+    fn drop(&mut self) {
+        if !self.ended {
+            self.shared.reader().abandoned = true;
         }
     }
 }

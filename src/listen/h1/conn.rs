@@ -319,22 +319,31 @@ impl<R: Respond> Future for Connection<R> {
                         }
                         return Poll::Pending;
                     };
+                    // The handler's future goes first: a request body it did not read is
+                    // dropped with it, and what of that body is already here is skipped.
+                    let State::Waiting { mut exchange, .. } =
+                        std::mem::replace(&mut this.state, State::Head)
+                    else {
+                        unreachable!("in the Waiting arm")
+                    };
                     let (mut head, body) = response.into_parts();
                     let known = Known {
                         empty: body.is_end_stream(),
                         length: body.size_hint().exact(),
                     };
-                    let keep_alive = exchange.keep_alive && !this.closing;
+                    let body_done = {
+                        let mut reader = this.shared.reader();
+                        reader.answered();
+                        reader.body_done()
+                    };
+                    // Kept open only when the request is read whole: a head saying keep-alive
+                    // on a connection then closed for the body's sake would let the client
+                    // send its next request into the close.
+                    let keep_alive = exchange.keep_alive && !this.closing && body_done;
                     let (bytes, framing, keep_alive) =
                         response::encode_head(&mut head, &exchange.asked, known, keep_alive);
                     exchange.keep_alive = keep_alive;
                     exchange.too_slow = head.status == http::StatusCode::REQUEST_TIMEOUT;
-                    this.shared.reader().answered();
-                    let State::Waiting { exchange, .. } =
-                        std::mem::replace(&mut this.state, State::Head)
-                    else {
-                        unreachable!("in the Waiting arm")
-                    };
                     let remaining = match framing {
                         Framing::Length(n) => n,
                         _ => 0,
