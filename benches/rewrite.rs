@@ -14,7 +14,7 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use toolpulse::profiles::Profile;
+use toolpulse::core::profiles::Profile;
 use toolpulse::{Config, Rewriter};
 
 const EVENTS: usize = 5_000;

@@ -22,10 +22,10 @@ use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant, SystemTime};
 
-use toolpulse::profiles::Profile;
-use toolpulse::proxy::upstream::h1::decode::{DecodeError, Decoder};
-use toolpulse::proxy::upstream::h1::head::{self, HeadError, Parsed};
-use toolpulse::sse::{Item, Parser};
+use toolpulse::core::profiles::Profile;
+use toolpulse::core::sse::{Item, Parser};
+use toolpulse::net::upstream::h1::decode::{DecodeError, Decoder};
+use toolpulse::net::upstream::h1::head::{self, HeadError, Parsed};
 use toolpulse::{Config, Rewriter, invariants};
 
 /// `data` = `[limit, max_chunk, seed, input…]`: parses `input` with `max_event_bytes` =
@@ -293,7 +293,7 @@ fn configs() -> &'static [Vec<Setup>] {
         ];
         let with = |shape: Profile| -> Vec<Profile> {
             let others = Profile::ALL.into_iter();
-            let others = others.filter(|p| !toolpulse::profiles::PRESENTATIONS.contains(p));
+            let others = others.filter(|p| !toolpulse::core::profiles::PRESENTATIONS.contains(p));
             std::iter::once(shape).chain(others).collect()
         };
         payload.limits.max_open_calls = 2;

@@ -10,9 +10,9 @@ use std::pin::Pin;
 use std::rc::Rc;
 use std::task::{Context, Poll, Waker};
 
-use toolpulse::listen::h1::head::{self as request_head, Framing, HeadError, Parsed};
-use toolpulse::proxy::upstream::h1::decode::{DecodeError, Decoder};
-use toolpulse::proxy::upstream::h1::head::Framing as BodyFraming;
+use toolpulse::net::listen::h1::head::{self as request_head, Framing, HeadError, Parsed};
+use toolpulse::net::upstream::h1::decode::{DecodeError, Decoder};
+use toolpulse::net::upstream::h1::head::Framing as BodyFraming;
 
 use crate::checks::chunks;
 

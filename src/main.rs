@@ -114,11 +114,11 @@ fn main() -> ExitCode {
     let result = match cli.command {
         None => serve(cli.serve, serve_config_from_env),
         Some(Command::Demo { web: false, .. }) => {
-            runtime().and_then(|rt| rt.block_on(toolpulse::demo::run()))
+            runtime().and_then(|rt| rt.block_on(toolpulse::app::demo::run()))
         }
         Some(Command::Demo { web: true, listen }) => {
             let listen = listen.unwrap_or(SocketAddr::from(([127, 0, 0, 1], 0)));
-            runtime().and_then(|rt| rt.block_on(toolpulse::demo::web::run(listen)))
+            runtime().and_then(|rt| rt.block_on(toolpulse::app::demo::web::run(listen)))
         }
         Some(Command::Rewrite {
             config,
@@ -133,7 +133,7 @@ fn main() -> ExitCode {
             upstream_sample,
         }) => overrides(&cli.serve)
             .and_then(|overrides| check(&file, &overrides, upstream_sample.as_deref())),
-        Some(Command::Health { admin }) => toolpulse::admin::probe(admin, HEALTH_TIMEOUT),
+        Some(Command::Health { admin }) => toolpulse::app::admin::probe(admin, HEALTH_TIMEOUT),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -186,7 +186,7 @@ fn serve(args: ServeArgs, config_from_env: bool) -> anyhow::Result<()> {
     let overrides = overrides(&args)?;
     overrides.apply(&mut config);
     init_logs(args.log_format);
-    runtime()?.block_on(toolpulse::serve::run(config, args.config, overrides))
+    runtime()?.block_on(toolpulse::app::serve::run(config, args.config, overrides))
 }
 
 fn init_logs(format: LogFormat) {
@@ -218,8 +218,9 @@ fn rewrite(
     let config = Arc::new(load_config(config)?);
     let mut rewriter = Rewriter::new(config).with_wall_clock(SystemTime::now(), Instant::now());
     if let Some(list) = profiles {
-        let picked = toolpulse::profiles::parse_list(list, &toolpulse::profiles::Profile::ALL)
-            .map_err(|e| anyhow::anyhow!("--profiles: {e}"))?;
+        let picked =
+            toolpulse::core::profiles::parse_list(list, &toolpulse::core::profiles::Profile::ALL)
+                .map_err(|e| anyhow::anyhow!("--profiles: {e}"))?;
         rewriter = rewriter.with_profiles(picked);
     }
     let mut reader: Box<dyn Read> = if input == Path::new("-") {
@@ -268,7 +269,7 @@ fn check(
     if let Some(sample) = upstream_sample {
         let input =
             std::fs::read(sample).with_context(|| format!("cannot read {}", sample.display()))?;
-        let names = toolpulse::unconfigured::in_stream(Arc::new(config), &input);
+        let names = toolpulse::features::unconfigured::in_stream(Arc::new(config), &input);
         write!(stdout, "{}", describe_unconfigured(sample, &names))?;
     }
     stdout.flush()?;
@@ -287,7 +288,7 @@ fn describe_unconfigured(sample: &Path, names: &std::collections::BTreeSet<Strin
          because no [[tools]] rule names them:\n  {}\n\
          to show them (as MCP tools here; see `kind` in config/toolpulse.toml), add:\n{}\n",
         names.join("\n  "),
-        toolpulse::unconfigured::rule(&names)
+        toolpulse::features::unconfigured::rule(&names)
     )
 }
 

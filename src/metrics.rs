@@ -11,7 +11,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
-use crate::progress::Delivery;
+use crate::features::progress::Delivery;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct Outcome {
@@ -363,7 +363,7 @@ impl Metrics {
     }
 
     /// Counts how a request's hosted items were mapped back.
-    pub fn hosted_mapped(&self, mapped: &crate::hosted::request::Mapped) {
+    pub fn hosted_mapped(&self, mapped: &crate::features::hosted::request::Mapped) {
         for (outcome, n) in [
             ("store", mapped.from_store),
             ("content", mapped.from_content),

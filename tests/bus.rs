@@ -13,10 +13,12 @@ use common::cut::Cut;
 use common::redis_server::RedisServer;
 use serde_json::{Value, json};
 use toolpulse::config::{BusConfig, RedisUrl};
+use toolpulse::features::progress::bus::BusHub;
+use toolpulse::features::progress::local::StreamHandle;
+use toolpulse::features::progress::{
+    Delivery, McpToolCall, Progress, ProgressHub, Target, TraceId,
+};
 use toolpulse::metrics::Metrics;
-use toolpulse::progress::bus::BusHub;
-use toolpulse::progress::local::StreamHandle;
-use toolpulse::progress::{Delivery, McpToolCall, Progress, ProgressHub, Target, TraceId};
 
 const PREFIX: &str = "tptest";
 const WAIT: Duration = Duration::from_secs(10);
@@ -111,7 +113,11 @@ async fn taken_until(stream: &StreamHandle, last: (&str, f64)) -> Vec<(String, f
 }
 
 /// `progress` until the binding is decided (its lookup runs in the background).
-async fn decided(hub: &BusHub, binding: toolpulse::progress::BindingId, n: f64) -> Delivery {
+async fn decided(
+    hub: &BusHub,
+    binding: toolpulse::features::progress::BindingId,
+    n: f64,
+) -> Delivery {
     let deadline = Instant::now() + WAIT;
     loop {
         let delivery = hub.progress(binding, report(n));
@@ -343,7 +349,7 @@ async fn closed_calls_leave_no_keys_and_every_key_has_a_ttl() {
     open.call_running("call_open", "tool_open", "{}");
     registered(&redis, "call_open").await;
     let keys = redis.keys(PREFIX);
-    let ttl = toolpulse::progress::bus::registrar::REGISTRATION_TTL.as_millis() as i64;
+    let ttl = toolpulse::features::progress::bus::registrar::REGISTRATION_TTL.as_millis() as i64;
     assert!(keys.iter().all(|(_, t)| *t > 0 && *t <= ttl), "{keys:?}");
     drop(open);
     until("no keys are left", || redis.keys(PREFIX).is_empty()).await;

@@ -122,7 +122,7 @@ fn golden_cases() -> Vec<(String, Config, String)> {
         .filter(|(input, _, golden)| golden != input && !golden.contains(".mended."))
         .map(|(input, config, golden)| {
             let mut config = config.clone();
-            config.events.profiles = vec![toolpulse::profiles::Profile::OpenAi];
+            config.events.profiles = vec![toolpulse::core::profiles::Profile::OpenAi];
             (input.clone(), config, format!("openai/{golden}"))
         })
         .collect();

@@ -14,12 +14,12 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use toolpulse::Config;
-use toolpulse::admin::{self, Admin};
-use toolpulse::mcp::{Front, server as mcp_server};
+use toolpulse::app::admin::{self, Admin};
+use toolpulse::features::mcp::{Front, server as mcp_server};
+use toolpulse::features::progress::local::LocalHub;
 use toolpulse::metrics::Metrics;
-use toolpulse::progress::local::LocalHub;
+use toolpulse::net::budget::BodyBudget;
 use toolpulse::proxy::Proxy;
-use toolpulse::proxy::budget::BodyBudget;
 
 use common::gateway::{Action, Gateway, Reply};
 
@@ -83,7 +83,7 @@ async fn start(config: Config) -> Listeners {
         std::future::pending(),
     ));
     let proxy = Arc::new(proxy);
-    tokio::spawn(toolpulse::proxy::server::serve(
+    tokio::spawn(toolpulse::net::server::serve(
         p,
         proxy,
         std::future::pending(),
@@ -558,7 +558,7 @@ async fn an_invalid_traceparent_restarts_the_trace_and_a_valid_one_is_continued(
             true => assert_eq!(forwarded, sent),
             false => {
                 assert_ne!(forwarded, sent, "restarted");
-                let id = toolpulse::progress::TraceId::from_traceparent(&forwarded);
+                let id = toolpulse::features::progress::TraceId::from_traceparent(&forwarded);
                 assert!(id.is_some(), "a valid new one: {forwarded}");
             }
         }
@@ -612,7 +612,7 @@ async fn one_connection_gets_its_share_of_followed_calls_and_no_more() {
         assert_eq!(response.status(), 200);
         held_open.push(response);
     }
-    let share = toolpulse::mcp::calls::MAX_CALLS_PER_CONNECTION;
+    let share = toolpulse::features::mcp::calls::MAX_CALLS_PER_CONNECTION;
     metric(&l.metrics, &format!("toolpulse_mcp_bound_calls {share}\n")).await;
     let unfollowed = 6 * 64 - share;
     let line =

@@ -21,11 +21,11 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use serde_json::{Value, json};
 use toolpulse::Config;
-use toolpulse::mcp::{Front, server};
-use toolpulse::metrics::Metrics;
-use toolpulse::progress::{
+use toolpulse::features::mcp::{Front, server};
+use toolpulse::features::progress::{
     BindingId, Delivery, McpToolCall, PostFuture, Progress, ProgressHub, Target, TraceId,
 };
+use toolpulse::metrics::Metrics;
 
 use common::{HttpClient, http_client, json_body, read_all};
 
@@ -242,12 +242,12 @@ async fn initialize(client: &HttpClient, url: &str) -> String {
 
 /// The `data` of each SSE event of a body.
 fn datas(body: &[u8]) -> Vec<Vec<u8>> {
-    let mut parser = toolpulse::sse::Parser::new(usize::MAX);
+    let mut parser = toolpulse::core::sse::Parser::new(usize::MAX);
     parser.push(body);
     parser.finish();
     std::iter::from_fn(|| parser.next_item())
         .filter_map(|item| match item {
-            toolpulse::sse::Item::Event(e) => e.data().map(|d| d.into_owned()),
+            toolpulse::core::sse::Item::Event(e) => e.data().map(|d| d.into_owned()),
             _ => None,
         })
         .filter(|d| !d.is_empty())
@@ -892,7 +892,7 @@ async fn a_message_that_would_break_sse_framing_reaches_the_hub_unchanged() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_real_servers_progress_reaches_the_client_stream_and_not_the_gateway() {
     use common::gateway::{self, Gateway};
-    use toolpulse::progress::local::LocalHub;
+    use toolpulse::features::progress::local::LocalHub;
     use toolpulse::proxy::Proxy;
 
     let mcp = common::steps::start_mcp_server().await;

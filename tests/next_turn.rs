@@ -23,7 +23,7 @@ use http_body_util::Full;
 use serde_json::{Value, json};
 use toolpulse::Config;
 use toolpulse::config::BusConfig;
-use toolpulse::progress::bus::BusHub;
+use toolpulse::features::progress::bus::BusHub;
 use toolpulse::proxy::Proxy;
 
 const WAIT: Duration = Duration::from_secs(15);

@@ -18,7 +18,7 @@ use common::*;
 use http_body_util::BodyExt;
 use tokio::sync::Notify;
 use toolpulse::Config;
-use toolpulse::admin::{self, Admin};
+use toolpulse::app::admin::{self, Admin};
 
 const REQUEST: &str = r#"{"model":"m","input":"hi","stream":true}"#;
 

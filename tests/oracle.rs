@@ -11,7 +11,7 @@ use bytes::Bytes;
 use common::*;
 use futures::StreamExt;
 use proptest::prelude::*;
-use toolpulse::sse::{Item, Parser};
+use toolpulse::core::sse::{Item, Parser};
 
 type Fields = (Option<String>, Option<String>, Option<String>, Option<u64>);
 

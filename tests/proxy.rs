@@ -395,9 +395,9 @@ async fn a_request_picks_its_profiles_by_header() {
     let mut gw = Gateway::start(move |_| Reply::sse(chunks.clone())).await;
     let mut config = Config::default();
     config.events.allowed_profiles = vec![
-        toolpulse::profiles::Profile::OpenAi,
-        toolpulse::profiles::Profile::Tool,
-        toolpulse::profiles::Profile::Stages,
+        toolpulse::core::profiles::Profile::OpenAi,
+        toolpulse::core::profiles::Profile::Tool,
+        toolpulse::core::profiles::Profile::Stages,
     ];
     let proxy = start_proxy(config, &gw.url()).await;
     let client = http_client();

@@ -136,7 +136,7 @@ impl Toolpulse {
         let dir = std::env::temp_dir().join(format!(
             "toolpulse-replicas-{}-{}",
             std::process::id(),
-            toolpulse::progress::TraceId::new_traceparent().1
+            toolpulse::features::progress::TraceId::new_traceparent().1
         ));
         std::fs::create_dir_all(&dir).expect("temp dir");
         let config = format!(
@@ -571,7 +571,7 @@ async fn a_redis_outage_never_harms_streams_and_the_bus_comes_back() {
 /// The keys under `prefix` but the hosted id key the replicas share (made once, kept without
 /// expiry: it must outlive the pairs signed with it).
 fn call_keys(redis: &RedisServer, prefix: &str) -> Vec<(String, i64)> {
-    let shared = toolpulse::hosted::shared_key::redis_key(prefix);
+    let shared = toolpulse::features::hosted::shared_key::redis_key(prefix);
     let mut keys = redis.keys(prefix);
     keys.retain(|(k, _)| *k != shared);
     keys
@@ -627,7 +627,7 @@ async fn closed_calls_leave_no_keys_and_a_killed_replicas_keys_expire() {
     registered(&redis, "t4", "call_held").await;
     a.kill();
     let keys = call_keys(&redis, "t4");
-    let ttl = toolpulse::progress::bus::registrar::REGISTRATION_TTL.as_millis() as i64;
+    let ttl = toolpulse::features::progress::bus::registrar::REGISTRATION_TTL.as_millis() as i64;
     assert!(keys.len() >= 3, "{keys:?}");
     assert!(keys.iter().all(|(_, t)| *t > 0 && *t <= ttl), "{keys:?}");
 }

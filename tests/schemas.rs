@@ -22,9 +22,9 @@ use std::time::{Duration, Instant, SystemTime};
 use bytes::Bytes;
 use jsonschema::Validator;
 use serde_json::{Value, json};
-use toolpulse::profiles::Profile;
-use toolpulse::progress::Progress;
-use toolpulse::sse::{Item, Parser};
+use toolpulse::core::profiles::Profile;
+use toolpulse::core::sse::{Item, Parser};
+use toolpulse::features::progress::Progress;
 use toolpulse::{Config, Rewriter};
 
 /// Templates for every tool name in the fixtures, failure patterns with kinds.

@@ -12,8 +12,8 @@ use futures::StreamExt;
 use proptest::prelude::*;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-use toolpulse::lifecycle::track::{MAX_ID_BYTES, MAX_NAME_BYTES};
-use toolpulse::profiles::Profile;
+use toolpulse::core::lifecycle::track::{MAX_ID_BYTES, MAX_NAME_BYTES};
+use toolpulse::core::profiles::Profile;
 use toolpulse::{Config, Rewriter, invariants};
 
 /// Strings built to break SSE or JSON framing: line breaks of every kind, quotes, escapes,
@@ -99,7 +99,7 @@ proptest! {
         let config = config(kind);
         // Every profile, with one of the shapes that make items (they cannot go together).
         let others = Profile::ALL.into_iter();
-        let others = others.filter(|p| !toolpulse::profiles::PRESENTATIONS.contains(p));
+        let others = others.filter(|p| !toolpulse::core::profiles::PRESENTATIONS.contains(p));
         let profiles = std::iter::once(shape).chain(others).collect();
         let mut rewriter = Rewriter::new(config.clone()).with_profiles(profiles);
         let now = Instant::now();

@@ -13,8 +13,8 @@ use opentelemetry_proto::tonic::trace::v1::span::SpanKind;
 use opentelemetry_proto::tonic::trace::v1::status::StatusCode;
 use toolpulse::Config;
 use toolpulse::config::TelemetryConfig;
+use toolpulse::features::telemetry::Telemetry;
 use toolpulse::proxy::Proxy;
-use toolpulse::telemetry::Telemetry;
 
 const TRACE_ID: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
 const CLIENT_SPAN: &str = "00f067aa0ba902b7";
@@ -336,7 +336,7 @@ async fn a_failing_or_missing_collector_leaves_streams_alone_and_is_counted() {
         let upstream = gw.requests.recv().await.expect("a request");
         let sent = upstream.header("traceparent").expect("a traceparent");
         assert!(
-            toolpulse::progress::TraceId::from_traceparent(sent).is_some(),
+            toolpulse::features::progress::TraceId::from_traceparent(sent).is_some(),
             "{sent}"
         );
 
@@ -425,8 +425,8 @@ async fn a_traced_mcp_request_is_a_client_span_and_the_server_gets_its_context()
     let telemetry = Telemetry::start(&telemetry, metrics.clone())
         .expect("exporter")
         .expect("on");
-    let hub = toolpulse::progress::local::LocalHub::new(Duration::from_millis(10));
-    let front = toolpulse::mcp::Front::new(&config, hub, metrics)
+    let hub = toolpulse::features::progress::local::LocalHub::new(Duration::from_millis(10));
+    let front = toolpulse::features::mcp::Front::new(&config, hub, metrics)
         .expect("front")
         .expect("configured")
         .with_telemetry(telemetry);
@@ -434,7 +434,7 @@ async fn a_traced_mcp_request_is_a_client_span_and_the_server_gets_its_context()
         .await
         .expect("bind");
     let addr = listener.local_addr().expect("addr");
-    tokio::spawn(toolpulse::mcp::server::serve(
+    tokio::spawn(toolpulse::features::mcp::server::serve(
         listener,
         Arc::new(front),
         std::future::pending(),

@@ -12,7 +12,7 @@ use common::gateway::{Action, Gateway, Reply, held_reply};
 use common::*;
 use tokio::sync::Notify;
 use toolpulse::config::Config;
-use toolpulse::proxy::{Proxy, server};
+use toolpulse::{net::server, proxy::Proxy};
 
 const REQUEST: &str = r#"{"model":"m","input":"hi","stream":true}"#;
 

@@ -1,5 +1,5 @@
 //! The `[clients]` section: what every client connection of the proxy, MCP and admin listeners
-//! gets, so that no client holds a connection or memory for long (see [`crate::listen`]).
+//! gets, so that no client holds a connection or memory for long (see [`crate::net::listen`]).
 //!
 //! ```toml
 //! [clients]

@@ -16,7 +16,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use toml::Spanned;
 
-use crate::hosted::id::Key;
+use crate::features::hosted::id::Key;
 
 /// The environment variable that gives the key when the file does not.
 pub const HOSTED_KEY_ENV: &str = "TOOLPULSE_HOSTED_KEY";

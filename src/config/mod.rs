@@ -10,11 +10,11 @@ use std::time::Duration;
 
 use http::Uri;
 
-use crate::lifecycle::classify::DEFAULT_PATTERN_KIND;
-use crate::lifecycle::classify::{FALLBACK, Origin};
-use crate::lifecycle::{Classifier, FailureRules};
-use crate::profiles::Profile;
-use crate::sanitize::Sanitizer;
+use crate::core::lifecycle::classify::DEFAULT_PATTERN_KIND;
+use crate::core::lifecycle::classify::{FALLBACK, Origin};
+use crate::core::lifecycle::{Classifier, FailureRules};
+use crate::core::profiles::Profile;
+use crate::core::sanitize::Sanitizer;
 pub use bus::{BusConfig, REDIS_URL_ENV, RedisUrl};
 pub use clients::ClientLimits;
 pub use hosted::{HOSTED_KEY_ENV, HostedConfig};
@@ -579,7 +579,7 @@ impl Config {
             invalid(key, sanitize.redact_keys.span(), e.to_string())
         })?;
         let profiles = &raw.events.profiles;
-        crate::profiles::check_combination(profiles.get_ref())
+        crate::core::profiles::check_combination(profiles.get_ref())
             .map_err(|message| invalid("events.profiles".into(), profiles.span(), message))?;
         let events = EventsConfig {
             profiles: profiles.get_ref().clone(),

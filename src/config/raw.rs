@@ -7,8 +7,8 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use super::*;
-use crate::lifecycle::Kind;
-use crate::profiles::Profile;
+use crate::core::lifecycle::Kind;
+use crate::core::profiles::Profile;
 
 #[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields, default)]
@@ -54,13 +54,13 @@ pub(super) struct RawSanitize {
 
 impl Default for RawSanitize {
     fn default() -> Self {
-        let keys = crate::sanitize::DEFAULT_REDACT_PATTERNS
+        let keys = crate::core::sanitize::DEFAULT_REDACT_PATTERNS
             .iter()
             .map(|k| k.to_string());
         RawSanitize {
             redact_keys: Spanned::new(0..0, keys.collect()),
-            max_string_bytes: crate::sanitize::DEFAULT_MAX_STRING_BYTES,
-            max_payload_bytes: crate::sanitize::DEFAULT_MAX_PAYLOAD_BYTES,
+            max_string_bytes: crate::core::sanitize::DEFAULT_MAX_STRING_BYTES,
+            max_payload_bytes: crate::core::sanitize::DEFAULT_MAX_PAYLOAD_BYTES,
         }
     }
 }

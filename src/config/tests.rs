@@ -1,6 +1,6 @@
 //! Config parsing and validation: defaults, every key, errors that name key and line.
 use super::*;
-use crate::lifecycle::Kind;
+use crate::core::lifecycle::Kind;
 
 fn error(text: &str) -> String {
     Config::from_toml_str(text)
@@ -131,7 +131,7 @@ fn profiles_templates_kinds_and_sanitizing() {
         "#,
     )
     .expect("valid");
-    use crate::profiles::Profile;
+    use crate::core::profiles::Profile;
     assert_eq!(c.events.profiles, [Profile::OpenAi, Profile::Tool]);
     assert_eq!(c.events.allowed_profiles, [Profile::Tool]);
     assert_eq!(c.tool_templates[0].count.as_deref(), Some("/results"));

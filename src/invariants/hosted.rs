@@ -19,7 +19,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde_json::{Map, Value};
 
 use super::{PAYLOAD_TYPES, Report, Responses, json_of, lifecycle_step, split};
-use crate::sse::Event;
+use crate::core::sse::Event;
 
 const PREFIX: &str = "tph_";
 
@@ -211,7 +211,7 @@ pub fn check(input: &[u8], output: &[u8], max_event_bytes: usize) -> Result<Repo
             report.renumbered += usize::from(inputs[i].raw() != out.raw());
             continue;
         }
-        if &out.raw()[..] == crate::sse::HEARTBEAT {
+        if &out.raw()[..] == crate::core::sse::HEARTBEAT {
             report.heartbeats += 1;
             continue;
         }

@@ -10,7 +10,7 @@
 use serde_json::value::RawValue;
 
 use super::split;
-use crate::sse::Event;
+use crate::core::sse::Event;
 
 /// Events whose `response` is the response so far (or at its end).
 const LISTS_RESPONSE: &[&str] = &[

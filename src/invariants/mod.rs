@@ -28,7 +28,7 @@ mod upstream;
 
 use serde_json::{Map, Value};
 
-use crate::sse::{Event, Item, Parser};
+use crate::core::sse::{Event, Item, Parser};
 use calls::Calls;
 use numbers::Numbers;
 
@@ -49,7 +49,7 @@ impl Responses {
 }
 
 /// The id prefix of companion items.
-const COMPANION_PREFIX: &str = crate::profiles::openai::COMPANION_PREFIX;
+const COMPANION_PREFIX: &str = crate::core::profiles::openai::COMPANION_PREFIX;
 
 const IN_PROGRESS: &[&str] = &[
     "response.mcp_call.in_progress",
@@ -129,7 +129,7 @@ pub fn check(input: &[u8], output: &[u8], max_event_bytes: usize) -> Result<Repo
                     .upstream(inp, out)
                     .map_err(|e| format!("output event {k}: {e}"))?;
             }
-        } else if &out.raw()[..] == crate::sse::HEARTBEAT {
+        } else if &out.raw()[..] == crate::core::sse::HEARTBEAT {
             report.heartbeats += 1;
         } else {
             let json = injected_json(out)

@@ -3,7 +3,7 @@
 use serde_json::{Map, Value};
 
 use super::{json_of, number_of};
-use crate::sse::Event;
+use crate::core::sse::Event;
 
 /// Numbering across the output: consecutive where the input was.
 pub struct Numbers {

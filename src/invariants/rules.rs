@@ -6,7 +6,7 @@ use std::collections::{HashMap, HashSet};
 use serde_json::{Map, Value};
 
 use super::COMPANION_PREFIX;
-use crate::rules::{Rule, Violations};
+use crate::core::rules::{Rule, Violations};
 
 const CREATED: &str = "response.created";
 const ADDED: &str = "response.output_item.added";

@@ -19,21 +19,21 @@ use http_body::{Body, Frame, SizeHint};
 use tokio::time::{Instant, Sleep};
 
 use super::log::{RequestLog, StreamEnd};
-use super::upstream::UpstreamBody;
-use super::upstream::body::BoxError;
-use crate::drain::Watch;
-use crate::hosted::shared::Pairs;
-use crate::hosted::store::{Pair, Tenant};
+use crate::core::rewrite::{Observation, Rewriter};
+use crate::features::hosted::shared::Pairs;
+use crate::features::hosted::store::{Pair, Tenant};
+use crate::features::progress::local::StreamHandle;
+use crate::features::unconfigured::{self, Reported};
 use crate::metrics::EventType;
-use crate::progress::local::StreamHandle;
-use crate::rewrite::{Observation, Rewriter};
-use crate::unconfigured::{self, Reported};
+use crate::net::drain::Watch;
+use crate::net::upstream::UpstreamBody;
+use crate::net::upstream::body::BoxError;
 
 type Polled = Poll<Option<Result<Frame<Bytes>, BoxError>>>;
 
 /// Upstream frames read between two looks at the drain signal while the upstream never pauses;
 /// otherwise it is looked at when the upstream is pending (an atomic load while the task's
-/// waker stays the same, [`crate::drain::Watch`]).
+/// waker stays the same, [`crate::net::drain::Watch`]).
 const DRAIN_CHECK_EVERY: u32 = 64;
 
 /// What the proxy sends back to the client.

@@ -7,9 +7,9 @@ use std::time::{Duration, Instant};
 
 use http::Method;
 
+use crate::core::rewrite::Stats;
+use crate::features::telemetry::{RequestEnd, RequestSpan};
 use crate::metrics::{Metrics, Outcome, Response};
-use crate::rewrite::Stats;
-use crate::telemetry::{RequestEnd, RequestSpan};
 
 /// How a rewritten stream ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -8,35 +8,31 @@
 //! the config it started with.
 
 pub mod body;
-pub mod budget;
-pub mod client;
 pub mod error;
-pub mod headers;
 pub mod log;
 pub mod next_turn;
 pub mod path;
 pub mod request_body;
-pub mod server;
-pub mod upstream;
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::{Instant, SystemTime};
 
-use crate::listen::ClientBody;
+use crate::net::listen::ClientBody;
+use crate::net::{budget, headers, upstream};
 use http::{Request, Response, Uri};
 
 use crate::config::Config;
-use crate::hosted::shared::Pairs;
-use crate::hosted::store::{MemoryStore, Tenant};
+use crate::core::profiles;
+use crate::core::rewrite::Rewriter;
+use crate::features::hosted::shared::Pairs;
+use crate::features::hosted::store::{MemoryStore, Tenant};
+use crate::features::progress::Traceparent;
+use crate::features::progress::local::LocalHub;
+use crate::features::telemetry::Telemetry;
+use crate::features::unconfigured;
 use crate::metrics::{Metrics, Outcome};
-use crate::profiles;
-use crate::progress::Traceparent;
-use crate::progress::local::LocalHub;
-use crate::rewrite::Rewriter;
-use crate::telemetry::Telemetry;
-use crate::unconfigured;
 use body::ProxyBody;
 use error::ProxyError;
 use log::RequestLog;
@@ -54,7 +50,7 @@ pub struct Proxy {
     /// The tools without a `[[tools]]` rule already logged.
     unconfigured: Arc<unconfigured::Reported>,
     /// Cancelled when streams still running must end (the drain timeout ran out).
-    end_streams: crate::drain::Signal,
+    end_streams: crate::net::drain::Signal,
     /// The registry of open calls for out-of-band progress, when a progress source is on.
     progress: Option<Arc<LocalHub>>,
     /// OpenTelemetry spans, when `[telemetry]` names a collector.
@@ -87,7 +83,7 @@ impl Proxy {
             client,
             metrics: Arc::new(Metrics::new()),
             unconfigured: Arc::default(),
-            end_streams: crate::drain::Signal::default(),
+            end_streams: crate::net::drain::Signal::default(),
             progress: None,
             telemetry: None,
             budget: bodies,
@@ -108,7 +104,10 @@ impl Proxy {
 
     /// Keeps the pairs behind hosted items in Redis too, through the bus's `link`, so that a
     /// next turn reaching another replica (or this one restarted) maps them.
-    pub fn with_shared_pairs(mut self, link: Arc<crate::progress::bus::link::Link>) -> Self {
+    pub fn with_shared_pairs(
+        mut self,
+        link: Arc<crate::features::progress::bus::link::Link>,
+    ) -> Self {
         let config = self.config();
         let hosted = &config.hosted;
         let memory = MemoryStore::new(hosted.max_entries, hosted.max_bytes, hosted.ttl);
@@ -213,7 +212,7 @@ impl Proxy {
         let (mut head, body) = request.into_parts();
         let path = head.uri.path().to_string();
         let mut log = RequestLog::new(self.metrics.clone(), head.method.clone(), path.clone());
-        if let Some(problem) = crate::listen::host_problem(head.version, &head.headers) {
+        if let Some(problem) = crate::net::listen::host_problem(head.version, &head.headers) {
             log.status = 400;
             log.response = "invalid_request";
             let response = error::invalid_request("invalid_host", problem);
@@ -434,7 +433,8 @@ impl Proxy {
         };
         let now = std::time::Instant::now();
         let nonce = tenant.response;
-        let presented = crate::hosted::json::present(&whole, config, client_functions, nonce, now);
+        let presented =
+            crate::features::hosted::json::present(&whole, config, client_functions, nonce, now);
         let Some(presented) = presented else {
             return Ok(ProxyBody::full(whole));
         };

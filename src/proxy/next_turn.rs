@@ -2,20 +2,20 @@
 //! distinct id), hosted items mapped back and companions removed within
 //! `[hosted] max_mapped_body_bytes`, the body planned charged to the request-body budget before
 //! it is written, and a mended `previous_response_id` put back ([`super::request_body`] reads
-//! the body; `crate::hosted` does the mapping itself).
+//! the body; `crate::features::hosted` does the mapping itself).
 
 use http::HeaderValue;
 use http::header;
 use http::request::Parts;
 
-use super::budget::{BodyBudget, Held, ReadError};
 use super::request_body::PrepareError;
 use crate::config::Config;
-use crate::dialect::request::{previous_response_id, set_previous_response_id};
-use crate::hosted::id::Owner;
-use crate::hosted::request::{Mapped, map_input, signed_ids};
-use crate::hosted::shared::Pairs;
+use crate::core::dialect::request::{previous_response_id, set_previous_response_id};
+use crate::features::hosted::id::Owner;
+use crate::features::hosted::request::{Mapped, map_input, signed_ids};
+use crate::features::hosted::shared::Pairs;
 use crate::metrics::Metrics;
+use crate::net::budget::{BodyBudget, Held, ReadError};
 
 /// The caller a request's pairs belong to: its credentials, digested with the hosted key.
 pub fn owner(head: &Parts, config: &Config) -> Owner {

@@ -1,7 +1,7 @@
 //! Request bodies on their way to the gateway. Every body streams through untouched, except a
 //! `POST …/responses` body (any spelling of that path, any `Content-Type`), which is read (up
 //! to [`MAX_READ_BODY_BYTES`]) so that the hosted items a client replays become the gateway's
-//! pairs again and companions are removed ([`crate::hosted::request::map_input`]), and the
+//! pairs again and companions are removed ([`crate::features::hosted::request::map_input`]), and the
 //! `function` tools it declares are known. The pairs are the caller's only (its credentials'
 //! digest, [`owner`]); the body mapping builds is bounded (`[hosted] max_mapped_body_bytes`)
 //! and charged to the body budget before it is written; a body whose hosted items cannot be
@@ -13,7 +13,7 @@
 //! part read first, else by breaking off the body on its way (the client then gets a 400
 //! saying so, [`Refusal`]). The MCP front reads `tools/call` bodies the same way. Bodies read
 //! are held within a budget and a deadline, and streamed ones may pause only so long
-//! ([`super::budget`]).
+//! ([`crate::net::budget`]).
 
 use std::collections::VecDeque;
 use std::pin::Pin;
@@ -21,21 +21,21 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll};
 
-use crate::listen::ClientBody;
+use crate::net::listen::ClientBody;
 use bytes::Bytes;
 use http::request::Parts;
 use http::{HeaderValue, Method, header};
 use http_body::{Body, Frame, SizeHint};
 
-use super::budget::{self, BodyBudget, Fault, Held, Paced, ReadError};
 use super::next_turn::{Mapping, owner};
 use crate::config::Config;
-use crate::dialect::request::declared_functions;
-use crate::hosted::id::Owner;
-use crate::hosted::request;
-use crate::hosted::scan::SignedIdScan;
-use crate::hosted::shared::Pairs;
+use crate::core::dialect::request::declared_functions;
+use crate::features::hosted::id::Owner;
+use crate::features::hosted::request;
+use crate::features::hosted::scan::SignedIdScan;
+use crate::features::hosted::shared::Pairs;
 use crate::metrics::Metrics;
+use crate::net::budget::{self, BodyBudget, Fault, Held, Paced, ReadError};
 
 /// The largest request body read whole to remove companions from it.
 pub const MAX_READ_BODY_BYTES: usize = 4 << 20;

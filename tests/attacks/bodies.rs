@@ -17,11 +17,11 @@ use http_body::{Body, Frame, SizeHint};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpSocket, TcpStream};
 use toolpulse::Config;
-use toolpulse::mcp::{Front, server as mcp_server};
+use toolpulse::features::mcp::{Front, server as mcp_server};
+use toolpulse::features::progress::local::LocalHub;
 use toolpulse::metrics::Metrics;
-use toolpulse::progress::local::LocalHub;
+use toolpulse::net::budget::{BodyBudget, Listener};
 use toolpulse::proxy::Proxy;
-use toolpulse::proxy::budget::{BodyBudget, Listener};
 
 use crate::common::gateway::{Action, Gateway, Reply};
 
@@ -75,7 +75,7 @@ async fn start(config: Config) -> Listeners {
     let front = Arc::new(front);
     tokio::spawn(mcp_server::serve(m, front, std::future::pending()));
     let proxy = Arc::new(proxy);
-    tokio::spawn(toolpulse::proxy::server::serve(
+    tokio::spawn(toolpulse::net::server::serve(
         p,
         proxy,
         std::future::pending(),

@@ -332,7 +332,7 @@ impl Replica {
         let dir = std::env::temp_dir().join(format!(
             "toolpulse-hosted-{}-{}",
             std::process::id(),
-            toolpulse::progress::TraceId::new_traceparent().1
+            toolpulse::features::progress::TraceId::new_traceparent().1
         ));
         std::fs::create_dir_all(&dir).expect("temp dir");
         let config = format!(
@@ -461,7 +461,8 @@ async fn after_a_restart_under_another_key_a_full_mcp_call_keeps_its_call_id() {
     let items = first_turn(before, None, json!({"output_bytes": 5})).await;
     received(&mut gateway).await;
     let mut restarted = config(&gateway.url(), "");
-    restarted.hosted.key = toolpulse::hosted::id::Key::new(b"another key, after a restart");
+    restarted.hosted.key =
+        toolpulse::features::hosted::id::Key::new(b"another key, after a restart");
     let (after, _) = proxy(restarted).await;
     let (status, _) = post_json(after, None, next_turn(items.clone())).await;
     assert_eq!(status, 200);

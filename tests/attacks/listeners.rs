@@ -15,10 +15,10 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use toolpulse::Config;
-use toolpulse::admin::{self as admin_listener, Admin};
-use toolpulse::mcp::{Front, server as mcp_server};
+use toolpulse::app::admin::{self as admin_listener, Admin};
+use toolpulse::features::mcp::{Front, server as mcp_server};
+use toolpulse::features::progress::local::LocalHub;
 use toolpulse::metrics::Metrics;
-use toolpulse::progress::local::LocalHub;
 use toolpulse::proxy::Proxy;
 
 /// Far above every limit set below: what has not happened by then will not.
@@ -51,7 +51,7 @@ struct Listeners {
     metrics: Arc<Metrics>,
 }
 
-/// The proxy, MCP and admin listeners, as `toolpulse::serve` starts them.
+/// The proxy, MCP and admin listeners, as `toolpulse::app::serve` starts them.
 async fn start(config: Config) -> Listeners {
     let config = Arc::new(config);
     let bind = || tokio::net::TcpListener::bind("127.0.0.1:0");
@@ -73,7 +73,7 @@ async fn start(config: Config) -> Listeners {
     tokio::spawn(admin_listener::serve(a, admin, clients, cap, forever()));
     tokio::spawn(mcp_server::serve(m, Arc::new(front), forever()));
     let proxy = Arc::new(proxy);
-    tokio::spawn(toolpulse::proxy::server::serve(p, proxy, forever()));
+    tokio::spawn(toolpulse::net::server::serve(p, proxy, forever()));
     Listeners {
         proxy: addrs.0.expect("addr"),
         mcp: addrs.1.expect("addr"),

@@ -58,13 +58,13 @@ pub fn config_for(input: &str) -> Config {
     } else {
         Config::default()
     };
-    config.hosted.key = toolpulse::hosted::id::Key::new(FIXTURES_KEY.as_bytes());
+    config.hosted.key = toolpulse::features::hosted::id::Key::new(FIXTURES_KEY.as_bytes());
     config
 }
 
 pub fn config_file(name: &str) -> Config {
     let mut config = Config::load(&fixtures_dir().join(name)).expect("fixture config is valid");
-    config.hosted.key = toolpulse::hosted::id::Key::new(FIXTURES_KEY.as_bytes());
+    config.hosted.key = toolpulse::features::hosted::id::Key::new(FIXTURES_KEY.as_bytes());
     config
 }
 
@@ -115,7 +115,7 @@ use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
-use toolpulse::proxy::{Proxy, server};
+use toolpulse::{net::server, proxy::Proxy};
 
 /// Starts a proxy in front of `upstream` on a loopback port; it runs until the test ends.
 pub async fn start_proxy(config: Config, upstream: &str) -> std::net::SocketAddr {
@@ -205,13 +205,15 @@ pub async fn read_until(body: &mut Incoming, needle: &str) -> Vec<u8> {
 
 /// The SSE blocks of `input`, each as its raw bytes.
 pub fn blocks(input: &[u8]) -> Vec<Vec<u8>> {
-    let mut parser = toolpulse::sse::Parser::new(usize::MAX);
+    let mut parser = toolpulse::core::sse::Parser::new(usize::MAX);
     parser.push(input);
     parser.finish();
     std::iter::from_fn(|| parser.next_item())
         .map(|item| match item {
-            toolpulse::sse::Item::Event(e) => e.raw().to_vec(),
-            toolpulse::sse::Item::Oversize(b) | toolpulse::sse::Item::Incomplete(b) => b.to_vec(),
+            toolpulse::core::sse::Item::Event(e) => e.raw().to_vec(),
+            toolpulse::core::sse::Item::Oversize(b) | toolpulse::core::sse::Item::Incomplete(b) => {
+                b.to_vec()
+            }
         })
         .collect()
 }

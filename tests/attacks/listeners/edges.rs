@@ -48,7 +48,7 @@ async fn the_mcp_front_restarts_an_invalid_traceparent_and_continues_a_valid_one
             continue;
         }
         assert_ne!(forwarded, sent, "restarted");
-        let id = toolpulse::progress::TraceId::from_traceparent(forwarded);
+        let id = toolpulse::features::progress::TraceId::from_traceparent(forwarded);
         assert!(id.is_some(), "a valid new one: {forwarded}");
         assert_eq!(
             seen.header("tracestate"),

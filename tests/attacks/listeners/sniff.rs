@@ -10,8 +10,8 @@ use http_body_util::Full;
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 use toolpulse::config::ClientLimits;
-use toolpulse::listen::activity::Activity;
-use toolpulse::listen::{self, ClientBody, Shutdown};
+use toolpulse::net::listen::activity::Activity;
+use toolpulse::net::listen::{self, ClientBody, Shutdown};
 
 use super::until_closed;
 

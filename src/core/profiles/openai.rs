@@ -1,0 +1,387 @@
+//! Profiles `openai` (the default) and `openai-inline`: OpenAI's hosted-tool lifecycle events,
+//! as antwort's spec (seed 000) and PRODUCT.md §2 define them.
+//!
+//! | kind        | running                          | finished                                   |
+//! |-------------|----------------------------------|--------------------------------------------|
+//! | mcp         | `mcp_call.in_progress`           | `mcp_call.completed` / `mcp_call.failed`   |
+//! | web_search  | `web_search_call.in_progress`, `.searching` | `web_search_call.completed` + outcome |
+//! | file_search | `file_search_call.in_progress`, `.searching` | `file_search_call.completed` + outcome |
+//!
+//! `openai` wraps them in a native companion item (`mcp_call`, `web_search_call`,
+//! `file_search_call`, id `tp_` + call id) that is added before them and done after them, so a
+//! client that checks an event's item type (openai-node's helper from 7.6) finds the type it
+//! expects; the rewriter gives the companion its `output_index`. `openai-inline` points the
+//! same events at the `function_call` item itself (antwort spec 023's shape).
+//!
+//! Lifecycle events carry `item_id`, `output_index` and `name`; terminal ones add `outcome` and
+//! `duration_ms`. No event has a top-level `error` key: openai-python raises `APIError` on one.
+//! A call that never reached `running` had no `in_progress`, so it gets no terminal event.
+
+use serde_json::{Value, json};
+
+use super::Context;
+use crate::core::lifecycle::{Call, Kind, Outcome, Phase, ToolOutput, Transition};
+use crate::core::sse::NewEvent;
+
+/// The prefix of companion item ids: toolpulse recognizes its own items by it.
+pub const COMPANION_PREFIX: &str = "tp_";
+
+/// `server_label` of an MCP companion whose `[[tools]]` rule names none.
+pub const DEFAULT_SERVER_LABEL: &str = "gateway";
+
+const NO_OUTPUT: &str = "The stream ended before the tool's output arrived.";
+
+pub fn shows(kind: Kind) -> bool {
+    matches!(kind, Kind::Mcp | Kind::WebSearch | Kind::FileSearch)
+}
+
+/// The companion item's id for a call.
+pub fn companion_id(call: &Call) -> String {
+    format!("{COMPANION_PREFIX}{}", call.call_id)
+}
+
+/// Profile `openai`: the companion item and its events. Calls the rewriter gave no companion
+/// index (past its limits) are not shown.
+pub fn render(transition: &Transition, context: &Context<'_>, out: &mut Vec<NewEvent>) {
+    let call = &transition.call;
+    let Some(index) = call.companion else { return };
+    if !shows(call.kind) {
+        return;
+    }
+    let id = companion_id(call);
+    let item_event = |event_type, item| {
+        NewEvent::new(event_type)
+            .with("output_index", index)
+            .with("item", item)
+    };
+    let start = out.len();
+    lifecycle(transition, &id, Some(index), out);
+    match &transition.phase {
+        Phase::Running => {
+            let item = companion_item(call, context, &id, None);
+            out.insert(start, item_event("response.output_item.added", item));
+        }
+        Phase::Finished {
+            outcome, output, ..
+        } if out.len() > start => {
+            let item = companion_item(call, context, &id, Some((outcome, output.as_ref())));
+            out.push(item_event("response.output_item.done", item));
+        }
+        _ => {}
+    }
+}
+
+/// Profile `progress` (with `openai`): `response.<kind>_call.progress` on the call's companion
+/// at each progress report. OpenAI defines no such event, and openai-node's stream helper
+/// throws on unknown types, so this is opt-in.
+pub fn render_progress(transition: &Transition, context: &Context<'_>, out: &mut Vec<NewEvent>) {
+    let call = &transition.call;
+    let (Phase::Progress { report, .. }, Some(index)) = (&transition.phase, call.companion) else {
+        return;
+    };
+    let event_type = match call.kind {
+        Kind::Mcp => "response.mcp_call.progress",
+        Kind::WebSearch => "response.web_search_call.progress",
+        Kind::FileSearch => "response.file_search_call.progress",
+        Kind::Function | Kind::Ignore => return,
+    };
+    let item_id = match context.hosted {
+        true => super::hosted::item_id(call, context),
+        false => companion_id(call),
+    };
+    let event = NewEvent::new(event_type)
+        .with("item_id", item_id)
+        .with("output_index", index)
+        .with("name", call.name.as_str());
+    out.push(super::text::with_progress(event, report));
+}
+
+/// Profile `openai-inline`: the events on the `function_call` item itself.
+pub fn render_inline(transition: &Transition, out: &mut Vec<NewEvent>) {
+    let call = &transition.call;
+    lifecycle(transition, &call.item_id, call.output_index, out);
+}
+
+/// The lifecycle events of a transition, naming item `item_id` at `output_index`.
+fn lifecycle(
+    transition: &Transition,
+    item_id: &str,
+    output_index: Option<u64>,
+    out: &mut Vec<NewEvent>,
+) {
+    let call = &transition.call;
+    let base = |event_type| {
+        NewEvent::new(event_type)
+            .with("item_id", item_id)
+            .maybe("output_index", output_index)
+            .with("name", call.name.as_str())
+    };
+    match (&transition.phase, call.kind) {
+        (Phase::Running, Kind::Mcp) => out.push(base("response.mcp_call.in_progress")),
+        (Phase::Running, Kind::WebSearch) => out.extend([
+            base("response.web_search_call.in_progress"),
+            base("response.web_search_call.searching"),
+        ]),
+        (Phase::Running, Kind::FileSearch) => out.extend([
+            base("response.file_search_call.in_progress"),
+            base("response.file_search_call.searching"),
+        ]),
+        (
+            Phase::Finished {
+                outcome, duration, ..
+            },
+            kind,
+        ) if call.running_since.is_some() => {
+            let event_type = match (kind, outcome) {
+                (Kind::Mcp, Outcome::Completed) => "response.mcp_call.completed",
+                (Kind::Mcp, Outcome::Failed(_)) => "response.mcp_call.failed",
+                (Kind::WebSearch, _) => "response.web_search_call.completed",
+                (Kind::FileSearch, _) => "response.file_search_call.completed",
+                (Kind::Function | Kind::Ignore, _) => return,
+            };
+            let millis = u64::try_from(duration.as_millis()).unwrap_or(u64::MAX);
+            out.push(
+                base(event_type)
+                    .with("outcome", outcome.as_str())
+                    .with("duration_ms", millis),
+            );
+        }
+        _ => {}
+    }
+}
+
+/// The `server_label` of an MCP call's item: its `[[tools]]` rule's, else the default.
+pub fn server_label<'a>(call: &Call, context: &'a Context<'_>) -> &'a str {
+    context
+        .templates(call)
+        .and_then(|t| t.server_label.as_deref())
+        .unwrap_or(DEFAULT_SERVER_LABEL)
+}
+
+/// The `status` of a native item (companion or hosted): in progress until the call's outcome.
+pub fn item_status(outcome: Option<&Outcome>) -> &'static str {
+    match outcome {
+        None => "in_progress",
+        Some(Outcome::Completed) => "completed",
+        Some(Outcome::Failed(_)) => "failed",
+    }
+}
+
+/// The companion item: in progress (`end` is `None`) or in its final state.
+fn companion_item(
+    call: &Call,
+    context: &Context<'_>,
+    id: &str,
+    end: Option<(&Outcome, Option<&ToolOutput>)>,
+) -> Value {
+    let status = item_status(end.map(|(outcome, _)| outcome));
+    let args: Value = serde_json::from_str(&call.arguments).unwrap_or(Value::Null);
+    match call.kind {
+        Kind::Mcp => {
+            let sanitizer = &context.config.sanitizer;
+            let label = server_label(call, context);
+            let mut item = json!({
+                "type": "mcp_call",
+                "id": id,
+                "server_label": label,
+                "name": call.name,
+                "arguments": sanitizer.text_as_string(&call.arguments),
+                "status": status,
+            });
+            let text = end.and_then(|(_, output)| output).map(|o| o.text.as_str());
+            match end {
+                Some((Outcome::Completed, _)) => {
+                    item["output"] = sanitizer.result_text(text.unwrap_or_default()).into();
+                }
+                Some((Outcome::Failed(_), _)) => {
+                    let text = text.map_or(NO_OUTPUT.into(), |t| sanitizer.result_text(t));
+                    item["error"] = json!({
+                        "type": "mcp_tool_execution_error",
+                        "content": [{"type": "text", "text": text}],
+                    });
+                }
+                None => {}
+            }
+            item
+        }
+        Kind::WebSearch => {
+            let mut action = json!({"type": "search"});
+            if let Some(query) = args.get("query").filter(|q| q.is_string()) {
+                action["query"] = context.config.sanitizer.value(query.clone());
+            }
+            json!({"type": "web_search_call", "id": id, "status": status, "action": action})
+        }
+        _ => {
+            let queries = context
+                .config
+                .sanitizer
+                .value(super::hosted::queries(&args));
+            json!({"type": "file_search_call", "id": id, "status": status, "queries": queries})
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use super::*;
+    use crate::config::Config;
+    use crate::core::lifecycle::Failure;
+
+    fn call(kind: Kind, running: bool) -> Call {
+        let now = Instant::now();
+        Call {
+            call_id: "call_1".into(),
+            item_id: "fc_1".into(),
+            output_index: Some(2),
+            companion: Some(3),
+            hosted_id: None,
+            name: "tool".into(),
+            kind,
+            rule: None,
+            arguments: r#"{"query":"rust sse","api_key":"sk-1"}"#.into(),
+            arguments_truncated: false,
+            added_at: now,
+            running_since: running.then_some(now),
+        }
+    }
+
+    fn events(kind: Kind, phase: Phase, running: bool) -> Vec<NewEvent> {
+        let config = Config::default();
+        let context = Context {
+            config: &config,
+            wall: None,
+            hosted: false,
+            nonce: 0,
+        };
+        let mut out = Vec::new();
+        let transition = Transition {
+            call: call(kind, running),
+            phase,
+        };
+        render(&transition, &context, &mut out);
+        out
+    }
+
+    fn types(kind: Kind, phase: Phase, running: bool) -> Vec<&'static str> {
+        events(kind, phase, running)
+            .iter()
+            .map(|e| e.event_type)
+            .collect()
+    }
+
+    fn finished(outcome: Outcome, output: Option<&str>) -> Phase {
+        Phase::Finished {
+            outcome,
+            duration: Duration::from_millis(1500),
+            output: output.map(|text| ToolOutput {
+                text: text.into(),
+                error: None,
+            }),
+        }
+    }
+
+    fn field<'a>(event: &'a NewEvent, key: &str) -> &'a Value {
+        &event.fields.iter().find(|f| f.0 == key).expect(key).1
+    }
+
+    #[test]
+    fn table_of_events() {
+        let failed = || Outcome::Failed(Failure::NoOutput);
+        let added = "response.output_item.added";
+        let done = "response.output_item.done";
+        assert_eq!(
+            types(Kind::Mcp, Phase::Running, true),
+            [added, "response.mcp_call.in_progress"]
+        );
+        assert_eq!(
+            types(Kind::WebSearch, Phase::Running, true),
+            [
+                added,
+                "response.web_search_call.in_progress",
+                "response.web_search_call.searching"
+            ]
+        );
+        assert_eq!(
+            types(Kind::FileSearch, Phase::Running, true),
+            [
+                added,
+                "response.file_search_call.in_progress",
+                "response.file_search_call.searching"
+            ]
+        );
+        assert_eq!(
+            types(Kind::Mcp, finished(failed(), None), true),
+            ["response.mcp_call.failed", done]
+        );
+        assert_eq!(
+            types(Kind::WebSearch, finished(failed(), None), true),
+            ["response.web_search_call.completed", done]
+        );
+        assert!(types(Kind::Function, Phase::Running, true).is_empty());
+        assert!(types(Kind::Mcp, Phase::Started, false).is_empty());
+        assert!(
+            types(Kind::Mcp, finished(Outcome::Completed, None), false).is_empty(),
+            "no terminal without in_progress"
+        );
+    }
+
+    #[test]
+    fn companion_items_in_each_state() {
+        let running = events(Kind::Mcp, Phase::Running, true);
+        let item = field(&running[0], "item");
+        assert_eq!(field(&running[0], "output_index"), 3);
+        assert_eq!(item["id"], "tp_call_1");
+        assert_eq!(item["server_label"], DEFAULT_SERVER_LABEL);
+        assert_eq!(item["status"], "in_progress");
+        let args: Value = serde_json::from_str(item["arguments"].as_str().expect("string"))
+            .expect("arguments stay JSON");
+        assert_eq!(args["api_key"], "[REDACTED]");
+        assert_eq!(field(&running[1], "item_id"), "tp_call_1");
+        assert_eq!(field(&running[1], "output_index"), 3);
+
+        let ok = events(Kind::Mcp, finished(Outcome::Completed, Some("42")), true);
+        assert_eq!(field(&ok[1], "item")["output"], "42");
+        assert_eq!(field(&ok[1], "item")["status"], "completed");
+        let failed = Outcome::Failed(Failure::Pattern(0));
+        let bad = events(Kind::Mcp, finished(failed, Some("boom")), true);
+        let item = field(&bad[1], "item");
+        assert_eq!(item["status"], "failed");
+        assert_eq!(item["error"]["type"], "mcp_tool_execution_error");
+        assert_eq!(item["error"]["content"][0]["text"], "boom");
+        let lost = events(
+            Kind::Mcp,
+            finished(Outcome::Failed(Failure::NoOutput), None),
+            true,
+        );
+        assert_eq!(
+            field(&lost[1], "item")["error"]["content"][0]["text"],
+            NO_OUTPUT
+        );
+
+        let web = events(Kind::WebSearch, Phase::Running, true);
+        assert_eq!(field(&web[0], "item")["action"]["query"], "rust sse");
+        let file = events(Kind::FileSearch, Phase::Running, true);
+        assert_eq!(field(&file[0], "item")["queries"], json!(["rust sse"]));
+    }
+
+    #[test]
+    fn inline_events_name_the_call_item() {
+        let mut out = Vec::new();
+        let t = Transition {
+            call: call(Kind::FileSearch, true),
+            phase: finished(Outcome::Failed(Failure::Error), None),
+        };
+        render_inline(&t, &mut out);
+        let keys: Vec<_> = out[0].fields.iter().map(|f| f.0).collect();
+        assert_eq!(
+            keys,
+            ["item_id", "output_index", "name", "outcome", "duration_ms"]
+        );
+        assert_eq!(out[0].fields[0].1, "fc_1");
+        assert_eq!(out[0].fields[1].1, 2);
+        assert_eq!(out[0].fields[3].1, "failed");
+        assert_eq!(out[0].fields[4].1, 1500);
+    }
+}

@@ -1,0 +1,111 @@
+//! The companion items of the current response, in their latest state, so that an event whose
+//! `response.output` lists the items so far (`response.completed`, …) can list them too, each
+//! right after its `function_call`.
+//!
+//! Memory: at most [`MAX_COMPANION_BYTES`] of item JSON per response; a companion past that is
+//! still added and done in the stream, only left out of such lists (and counted).
+
+use super::Splice;
+use crate::core::dialect::responses;
+
+/// Item JSON kept per response for `response.output` lists.
+pub const MAX_COMPANION_BYTES: usize = 1 << 20;
+
+#[derive(Debug, Default, Clone)]
+pub struct Companions {
+    /// `(call_id, item JSON)` in the order the companions opened.
+    items: Vec<(String, String)>,
+    bytes: usize,
+    /// Companions left out of lists because the budget was spent.
+    pub unlisted: u64,
+}
+
+impl Companions {
+    /// A new response starts.
+    pub fn reset(&mut self) {
+        self.items.clear();
+        self.bytes = 0;
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+
+    /// Whether call `call_id` already had a companion in this response (a second one would
+    /// repeat its id, which clients refuse).
+    pub fn contains(&self, call_id: &str) -> bool {
+        self.items.iter().any(|(id, _)| id == call_id)
+    }
+
+    /// The item JSON of `call_id`, if kept.
+    pub fn get(&self, call_id: &str) -> Option<&str> {
+        let (_, item) = self.items.iter().find(|(id, _)| id == call_id)?;
+        Some(item)
+    }
+
+    /// Records the companion of `call_id` in its new state.
+    pub fn set(&mut self, call_id: &str, item: String) {
+        let old = self.items.iter().position(|(id, _)| id == call_id);
+        let freed = old.map_or(0, |i| self.items[i].1.len());
+        if self.bytes - freed + item.len() > MAX_COMPANION_BYTES {
+            if let Some(i) = old {
+                self.bytes -= freed;
+                self.items.remove(i);
+            }
+            self.unlisted += 1;
+            return;
+        }
+        self.bytes = self.bytes - freed + item.len();
+        match old {
+            Some(i) => self.items[i].1 = item,
+            None => self.items.push((call_id.to_string(), item)),
+        }
+    }
+
+    /// Where to insert what in an event's data that lists the response's output: after each
+    /// listed `function_call` that has a companion, `,` and the companion's JSON.
+    pub fn insertions(&self, data: &[u8], out: &mut Vec<(std::ops::Range<usize>, Splice)>) {
+        for listed in responses::listed_calls(data) {
+            if let Some((_, item)) = self.items.iter().find(|(id, _)| *id == listed.call_id) {
+                out.push((listed.end..listed.end, Splice::Text(format!(",{item}"))));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lists_each_companion_after_its_call() {
+        let mut c = Companions::default();
+        c.set("a", r#"{"id":"tp_a","status":"in_progress"}"#.into());
+        c.set("a", r#"{"id":"tp_a","status":"completed"}"#.into());
+        let data = br#"{"type":"response.completed","response":{"id":"r","output":[{"type":"function_call","call_id":"a","id":"fc"}, {"type":"function_call","call_id":"b"}]}}"#;
+        let mut out = Vec::new();
+        c.insertions(data, &mut out);
+        assert_eq!(out.len(), 1);
+        let (range, Splice::Text(text)) = &out[0] else {
+            panic!("a text splice")
+        };
+        let mut spliced = data[..range.start].to_vec();
+        spliced.extend_from_slice(text.as_bytes());
+        spliced.extend_from_slice(&data[range.end..]);
+        let v: serde_json::Value = serde_json::from_slice(&spliced).expect("valid JSON");
+        assert_eq!(v["response"]["output"][1]["status"], "completed");
+        assert_eq!(v["response"]["output"][2]["call_id"], "b");
+    }
+
+    #[test]
+    fn the_budget_leaves_companions_out_of_lists() {
+        let mut c = Companions::default();
+        c.set("a", "x".repeat(MAX_COMPANION_BYTES));
+        c.set("b", "y".into());
+        assert!(!c.contains("b"));
+        assert_eq!(c.unlisted, 1);
+        c.set("a", "z".into());
+        c.set("b", "y".into());
+        assert!(c.contains("a") && c.contains("b"));
+    }
+}
