@@ -1,8 +1,10 @@
-// What the Node suites (test.mjs: openai-node; ai-sdk.test.mjs: the Vercel AI SDK) share: the
-// scripted gateway (../gateway.py) and the real toolpulse binary in front of it, the gateway's
-// own streams read directly, and the contract's oracle: the stream toolpulse should make of a
-// gateway stream (PRODUCT.md §2), derived independently of toolpulse. ../contract.py carries the
-// same rules for the Python suite; each suite checks toolpulse against its own copy.
+// What the Node suites (test.mjs: openai-node; ai-sdk.test.mjs: the Vercel AI SDK;
+// ai-sdk-recipe.test.mjs: examples/ai-sdk) share: the scripted gateway (../gateway.py) and the
+// real toolpulse binary in front of it (and, on demand, mcp_server.py behind its MCP front, with
+// an MCP client to play the gateway's), the gateway's own streams read directly, and the
+// contract's oracle: the stream toolpulse should make of a gateway stream (PRODUCT.md §2),
+// derived independently of toolpulse. ../contract.py carries the same rules for the Python
+// suite; each suite checks toolpulse against its own copy.
 //
 // Environment: TOOLPULSE_BIN (default target/debug/toolpulse, relative to the repo root),
 // PYTHON (default python3) to run the gateway.
@@ -34,6 +36,11 @@ export const FINAL_TEXT =
   'lifecycle events, and the web agrees: show progress while tools run.';
 export const PLAIN_TEXT = 'Hello! No tools were needed for this one.';
 export const BROKEN_OUTPUT = 'no executor found for tool github_broken';
+// The held scenario: one call of demo_crunch (mcp_server.py's `crunch` behind the MCP front, see
+// startStack's `mcp`), its output held until the test posts it (postHeldOutput).
+export const HELD_MODEL = 'toolpulse-held';
+export const HELD_TEXT = 'Crunched, step by step.';
+export const HELD_CALL = ['call_crunch_1', 'demo_crunch', '{"label":"the numbers","steps":3}'];
 
 // Every agentic scenario of the gateway: the request's model and query.
 export const SCENARIOS = {
@@ -133,25 +140,57 @@ export async function startToolpulse(upstream, config) {
   return { proxyAddr, stop: () => stopChild(child) };
 }
 
-/** Starts the gateway and toolpulse in front of it; `stop()` ends both. */
-export async function startStack() {
+/**
+ * Starts the gateway and toolpulse in front of it; `stop()` ends both. With `mcp` (`{ stepMs }`),
+ * also mcp_server.py (its `crunch` tool reporting one progress step each `stepMs`) behind
+ * toolpulse's MCP front as server "steps", whose tool the gateway calls `demo_crunch` (kind mcp):
+ * `mcpUrl` is the front's URL for it, where the test plays the gateway's MCP client
+ * (callMcpTool). Progress is sent at most every 20 ms per call, so that none of the reports
+ * (`stepMs` apart) is coalesced away.
+ */
+export async function startStack({ mcp = null } = {}) {
   const bin = toolpulseBin();
   const tmp = mkdtempSync(path.join(tmpdir(), 'toolpulse-node-'));
   const config = path.join(tmp, 'toolpulse.toml');
-  writeFileSync(config, CONFIG);
   const python = process.env.PYTHON || 'python3';
+  let extra = '';
+  if (mcp) {
+    const server = await startProcess('mcp server', python,
+      ['-u', path.join(REPO, 'sdk-tests', 'mcp_server.py'), '--port', '0', '--step-ms', String(mcp.stepMs ?? 150)],
+      'stdout', /listening on (http:\/\/\S+)/);
+    extra = `
+[[tools]]
+match = ["demo_*"]
+kind = "mcp"
+
+[mcp]
+listen = "127.0.0.1:0"
+
+[[mcp.servers]]
+name = "steps"
+upstream = "${server}"
+call_name = "demo_{tool}"
+
+[progress]
+min_interval_ms = 20
+`;
+  }
+  writeFileSync(config, CONFIG + extra);
   const gatewayAddr = await startProcess('gateway', python,
     ['-u', path.join(REPO, 'sdk-tests', 'gateway.py'), '--port', '0'], 'stdout',
     /listening on http:\/\/(\S+)/);
-  const proxyAddr = await startProcess('toolpulse', bin,
+  const line = await startProcess('toolpulse', bin,
     ['--listen', '127.0.0.1:0', '--upstream', `http://${gatewayAddr}`, '--config', config], 'stderr',
-    /listen=(\S+)/);
-  assert.match(proxyAddr, /^127\.0\.0\.1:\d+$/);
+    /(toolpulse listening.*)/);
+  const addr = (name) => line.match(new RegExp(`\\b${name}="?(127\\.0\\.0\\.1:\\d+)`))?.[1];
+  const proxyAddr = addr('listen');
+  assert.match(proxyAddr ?? line, /^127\.0\.0\.1:\d+$/);
+  const mcpUrl = mcp ? `http://${addr('mcp')}/steps` : null;
   const stop = () => {
     for (const child of children) stopChild(child);
     rmSync(tmp, { recursive: true, force: true });
   };
-  return { gatewayAddr, proxyAddr, stop };
+  return { gatewayAddr, proxyAddr, mcpUrl, stop };
 }
 
 // ---------------------------------------------------------------- the gateway, directly
@@ -184,6 +223,60 @@ export async function recordedRequests(gatewayAddr, tag) {
     { signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
   assert.equal(res.status, 200);
   return res.json();
+}
+
+/** Releases the held call's output (gateway.py's `POST /_outputs/<call_id>`): the stream goes on. */
+export async function postHeldOutput(gatewayAddr, output, callId = HELD_CALL[0]) {
+  const res = await fetch(`http://${gatewayAddr}/_outputs/${callId}`, {
+    method: 'POST', body: output, signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+  });
+  assert.equal(res.status, 200);
+}
+
+// ---------------------------------------------------------------- the gateway's MCP client
+
+/** The JSON-RPC message answering `id` in an MCP answer (JSON, or an SSE stream of messages). */
+async function mcpAnswer(res, id) {
+  const text = await res.text();
+  assert.equal(res.status, 200, text);
+  const messages = (res.headers.get('content-type') ?? '').startsWith('text/event-stream')
+    ? text.split(/\r?\n\r?\n/).map((block) => block.split(/\r?\n/).filter((l) => l.startsWith('data:'))
+      .map((l) => l.slice(5).trimStart()).join('\n')).filter(Boolean).map((data) => JSON.parse(data))
+    : [JSON.parse(text)];
+  const answer = messages.find((m) => m.id === id);
+  assert.ok(answer, `no answer to ${id} in ${text}`);
+  assert.equal(answer.error, undefined, JSON.stringify(answer.error));
+  return answer.result;
+}
+
+/**
+ * Calls `tool` on the MCP server at `url` (Streamable HTTP, protocol 2025-11-25: initialize,
+ * notifications/initialized, tools/call, DELETE of the session), as a gateway's MCP client
+ * would, without a progress token of its own (toolpulse's front adds one and keeps the
+ * reports); answers the call's result.
+ */
+export async function callMcpTool(url, tool, args) {
+  const version = '2025-11-25';
+  let session = null;
+  const post = (body) => fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream',
+      ...(session ? { 'mcp-session-id': session, 'mcp-protocol-version': version } : {}) },
+    body: JSON.stringify({ jsonrpc: '2.0', ...body }),
+    signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+  });
+  const init = await post({ id: 1, method: 'initialize',
+    params: { protocolVersion: version, capabilities: {}, clientInfo: { name: 'toolpulse-e2e-gateway', version: '1' } } });
+  session = init.headers.get('mcp-session-id');
+  assert.equal((await mcpAnswer(init, 1)).protocolVersion, version);
+  const initialized = await post({ method: 'notifications/initialized' });
+  assert.equal(initialized.status, 202, await initialized.text());
+  const result = await mcpAnswer(await post({ id: 2, method: 'tools/call', params: { name: tool, arguments: args } }), 2);
+  if (session) {
+    await fetch(url, { method: 'DELETE', headers: { 'mcp-session-id': session, 'mcp-protocol-version': version },
+      signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) }).then((r) => r.body?.cancel());
+  }
+  return result;
 }
 
 // ---------------------------------------------------------------- matchers
