@@ -23,7 +23,7 @@ import { parseJsonEventStream, readUIMessageStream, streamText, toUIMessageStrea
 import { createOpenAI } from '@ai-sdk/openai';
 
 import {
-  HERE, REPO, FAILURES_MODEL, HELD_MODEL, HELD_TEXT, HELD_CALL, HOSTED_PREFIX, HOSTED_NO_OUTPUT_TEXT, BROKEN_OUTPUT,
+  HERE, REPO, PLAIN_MODEL, PLAIN_TEXT, FAILURES_MODEL, HELD_MODEL, HELD_TEXT, HELD_CALL, HOSTED_PREFIX, HOSTED_NO_OUTPUT_TEXT, BROKEN_OUTPUT,
   PROFILES_HEADER, startStack, callMcpTool, postHeldOutput,
 } from './harness.mjs';
 
@@ -120,6 +120,14 @@ async function chat(model, onUpdate = () => {}) {
 const texts = (message) => message.parts.filter((p) => p.type === 'text').map((p) => p.text).join('');
 
 describe('Vercel AI SDK recipe (examples/ai-sdk/route.mjs): gateway-run calls shown while they run', () => {
+  // First, so that the times the next tests print are the stream's, not the first request's
+  // warm-up (about 0.2 s more on a loaded machine).
+  test('a turn without tools: the text, no status part', async () => {
+    const { message, timeline } = await chat(PLAIN_MODEL);
+    assert.deepEqual(timeline, []);
+    assert.equal(texts(message), PLAIN_TEXT);
+  });
+
   test('the MCP call: running, then its progress, before its result; then completed', async () => {
     let tool;
     const { message, timeline } = await chat(HELD_MODEL, (m) => {
