@@ -18,6 +18,7 @@ use rustls::pki_types::CertificateDer;
 use rustls::pki_types::pem::PemObject;
 
 use crate::config::ProxyConfig;
+use crate::http1::buffer::READ_BUF_MAX;
 use crate::proxy::request_body::RequestBody;
 
 pub type Upstream = Client<HttpsConnector<HttpConnector>, RequestBody>;
@@ -28,9 +29,6 @@ const POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 /// a burst of streams the rest close at once instead of holding fds until the idle timeout,
 /// like nginx's `keepalive` directive.
 const POOL_MAX_IDLE: usize = 128;
-/// The most an upstream connection reads at once (hyper's default grows to ~400 KiB): a flooding
-/// stream then holds at most this much in one read, and the rewriter's output follows suit.
-pub(super) const READ_BUF_MAX: usize = 64 * 1024;
 
 pub fn build(config: &ProxyConfig) -> anyhow::Result<Upstream> {
     Ok(Client::builder(TokioExecutor::new())

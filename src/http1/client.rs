@@ -1,35 +1,20 @@
-//! The upstream's response head: status line and header fields (with `httparse`), and from them
-//! how the body is framed (RFC 9112 §6.3) and whether the connection may be reused.
+//! The client's side of HTTP/1.1: the upstream's response head read (status line and header
+//! fields, with `httparse`), and from it how the body is framed (RFC 9112 §6.3) and whether the
+//! connection may be reused; and the request head written, its body's framing decided as
+//! hyper's client decides it.
 //!
 //! At least as strict as hyper 1's client (`proto/h1/role.rs`, `Client::parse` and
 //! `Client::decoder`), and stricter where a proxy must not guess: a response with both
 //! `Transfer-Encoding` and `Content-Length` is refused (hyper follows `Transfer-Encoding`), and
 //! so is `101 Switching Protocols` (toolpulse never asks to upgrade).
 
-use http::header::{CONNECTION, CONTENT_LENGTH, TRANSFER_ENCODING};
-use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Version};
+use bytes::{BufMut, BytesMut};
+use http::header::{self, CONTENT_LENGTH, HeaderValue, TRANSFER_ENCODING};
+use http::request::Parts;
+use http::{HeaderMap, Method, StatusCode, Version};
 
-/// A head longer than this is refused: it bounds what the connection buffers before the body,
-/// and no gateway sends heads near it (hyper's client allows ~400 KiB, its whole read buffer).
-pub const MAX_HEAD_BYTES: usize = 64 * 1024;
-
-/// More header fields than this are refused; hyper's default, so nothing hyper reads is lost.
-pub const MAX_HEADERS: usize = 100;
-
-/// The largest Content-Length taken: hyper keeps the two values above it for its own markers
-/// (chunked, close-delimited) and refuses them, so toolpulse does too.
-pub const MAX_CONTENT_LENGTH: u64 = u64::MAX - 2;
-
-/// How the response body is delimited (RFC 9112 §6.3).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Framing {
-    /// Exactly this many bytes; `Length(0)` for a response without a body.
-    Length(u64),
-    /// The chunked transfer coding.
-    Chunked,
-    /// Everything up to the connection's close.
-    Eof,
-}
+use super::head::{self, FieldError, MAX_HEAD_BYTES, MAX_HEADERS, Syntax};
+use super::{Framing, Known};
 
 /// A final (non-1xx) response head.
 #[derive(Debug, Clone)]
@@ -82,21 +67,31 @@ pub enum HeadError {
     InvalidContentLength,
 }
 
+impl From<Syntax> for HeadError {
+    fn from(syntax: Syntax) -> HeadError {
+        match syntax {
+            Syntax::TooLarge => HeadError::TooLarge,
+            Syntax::TooManyHeaders => HeadError::TooManyHeaders,
+            Syntax::Malformed(e) => HeadError::Malformed(e),
+        }
+    }
+}
+
+impl From<FieldError> for HeadError {
+    fn from(field: FieldError) -> HeadError {
+        match field {
+            FieldError::Name => HeadError::InvalidHeaderName,
+            FieldError::Value => HeadError::InvalidHeaderValue,
+        }
+    }
+}
+
 /// Parses the response head at the start of `buf`, the answer to a `method` request.
 pub fn parse(buf: &[u8], method: &Method) -> Result<Parsed, HeadError> {
-    // Only the first MAX_HEAD_BYTES are looked at, so the outcome does not depend on how much
-    // the caller happened to read beyond them.
-    let window = &buf[..buf.len().min(MAX_HEAD_BYTES)];
     let mut slots = [httparse::EMPTY_HEADER; MAX_HEADERS];
     let mut response = httparse::Response::new(&mut slots);
-    let len = match response.parse(window) {
-        Ok(httparse::Status::Complete(len)) => len,
-        Ok(httparse::Status::Partial) if window.len() >= MAX_HEAD_BYTES => {
-            return Err(HeadError::TooLarge);
-        }
-        Ok(httparse::Status::Partial) => return Ok(Parsed::Partial),
-        Err(httparse::Error::TooManyHeaders) => return Err(HeadError::TooManyHeaders),
-        Err(e) => return Err(HeadError::Malformed(e)),
+    let Some(len) = head::scan(buf, MAX_HEAD_BYTES, |window| response.parse(window))? else {
+        return Ok(Parsed::Partial);
     };
     let code = response.code.unwrap_or(0);
     let status = StatusCode::from_u16(code).map_err(|_| HeadError::InvalidStatus(code))?;
@@ -105,7 +100,7 @@ pub fn parse(buf: &[u8], method: &Method) -> Result<Parsed, HeadError> {
         Some(1) => Version::HTTP_11,
         _ => return Err(HeadError::UnsupportedVersion),
     };
-    let mut headers = header_map(response.headers)?;
+    let mut headers = head::header_map(response.headers)?;
     if status == StatusCode::SWITCHING_PROTOCOLS {
         return Err(HeadError::SwitchingProtocols);
     }
@@ -114,7 +109,7 @@ pub fn parse(buf: &[u8], method: &Method) -> Result<Parsed, HeadError> {
     }
     let framing = framing(status, version, &headers, method)?;
     one_length(&mut headers);
-    let keep_alive = framing != Framing::Eof && keep_alive(version, &headers);
+    let keep_alive = framing != Framing::Close && head::keep_alive(version, &headers);
     let head = Head {
         status,
         version,
@@ -123,20 +118,6 @@ pub fn parse(buf: &[u8], method: &Method) -> Result<Parsed, HeadError> {
         keep_alive,
     };
     Ok(Parsed::Final { head, len })
-}
-
-/// The fields in order, repeated names appended. httparse has checked the bytes already; the
-/// `http` types check them again rather than trust that the two agree.
-pub(crate) fn header_map(fields: &[httparse::Header<'_>]) -> Result<HeaderMap, HeadError> {
-    let mut headers = HeaderMap::with_capacity(fields.len());
-    for field in fields {
-        let name = HeaderName::from_bytes(field.name.as_bytes())
-            .map_err(|_| HeadError::InvalidHeaderName)?;
-        let value =
-            HeaderValue::from_bytes(field.value).map_err(|_| HeadError::InvalidHeaderValue)?;
-        headers.append(name, value);
-    }
-    Ok(headers)
 }
 
 /// RFC 9112 §6.3, in its order, for a final response.
@@ -151,7 +132,7 @@ fn framing(
         || status == StatusCode::NO_CONTENT
         || status == StatusCode::NOT_MODIFIED
     {
-        return Ok(Framing::Length(0));
+        return Ok(Framing::Nothing);
     }
     if headers.contains_key(TRANSFER_ENCODING) {
         if version == Version::HTTP_10 {
@@ -162,18 +143,18 @@ fn framing(
         if headers.contains_key(CONTENT_LENGTH) {
             return Err(HeadError::LengthAndTransferEncoding);
         }
-        return Ok(if final_coding_is_chunked(headers) {
+        return Ok(if head::final_coding_is_chunked(headers) {
             Framing::Chunked
         } else {
-            Framing::Eof
+            Framing::Close
         });
     }
     if headers.contains_key(CONTENT_LENGTH) {
-        return content_length(headers, true)
+        return head::content_length(headers, true)
             .map(Framing::Length)
             .ok_or(HeadError::InvalidContentLength);
     }
-    Ok(Framing::Eof)
+    Ok(Framing::Close)
 }
 
 /// Repeated equal lengths (`2, 2`, or two fields) become one field, as nginx would send them
@@ -184,7 +165,7 @@ fn one_length(headers: &mut HeaderMap) {
     if !headers.contains_key(CONTENT_LENGTH) {
         return;
     }
-    match content_length(headers, true) {
+    match head::content_length(headers, true) {
         Some(n) => {
             headers.insert(CONTENT_LENGTH, n.into());
         }
@@ -194,72 +175,56 @@ fn one_length(headers: &mut HeaderMap) {
     }
 }
 
-/// Whether `chunked` is the last coding of the last `Transfer-Encoding` field, read exactly as
-/// hyper reads it (anything else means reading to the close, in both).
-pub(crate) fn final_coding_is_chunked(headers: &HeaderMap) -> bool {
-    let Some(last) = headers.get_all(TRANSFER_ENCODING).iter().next_back() else {
-        return false;
-    };
-    let Ok(text) = last.to_str() else {
-        return false;
-    };
-    text.rsplit(',')
-        .next()
-        .is_some_and(|coding| coding.trim().eq_ignore_ascii_case("chunked"))
+/// Decides how a request body is framed, as hyper's client frames it, setting
+/// `Content-Length` or `Transfer-Encoding` as it says: a `Content-Length` the request has is
+/// kept; a body known to be empty gets no framing; a body of known length gets a
+/// `Content-Length`; any other is sent chunked.
+pub fn frame(head: &mut Parts, body: Known) -> Framing {
+    let declared = head
+        .headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    if let Some(declared) = declared {
+        return Framing::Length(declared);
+    }
+    if body.empty {
+        return Framing::Length(0);
+    }
+    if let Some(length) = body.length {
+        head.headers
+            .insert(header::CONTENT_LENGTH, HeaderValue::from(length));
+        return Framing::Length(length);
+    }
+    head.headers.insert(
+        header::TRANSFER_ENCODING,
+        HeaderValue::from_static("chunked"),
+    );
+    Framing::Chunked
 }
 
-/// The one length every `Content-Length` field gives (each a list of values where `lists`,
-/// as hyper's client reads them; else one value, as hyper's server does); `None` when they
-/// differ or one is not a plain decimal number.
-pub(crate) fn content_length(headers: &HeaderMap, lists: bool) -> Option<u64> {
-    let mut length = None;
-    for value in headers.get_all(CONTENT_LENGTH) {
-        let text = value.to_str().ok()?;
-        if !lists && text.contains(',') {
-            return None;
-        }
-        for element in text.split(',') {
-            let n = decimal(element.trim())?;
-            if length.is_some_and(|l| l != n) {
-                return None;
-            }
-            length = Some(n);
-        }
-    }
-    length.filter(|&n| n <= MAX_CONTENT_LENGTH)
-}
-
-/// Digits only: `u64::from_str` would take a `+` sign.
-fn decimal(text: &str) -> Option<u64> {
-    if text.is_empty() {
-        return None;
-    }
-    text.bytes().try_fold(0u64, |n, b| {
-        let digit = u64::from(b.checked_sub(b'0').filter(|d| *d <= 9)?);
-        n.checked_mul(10)?.checked_add(digit)
-    })
-}
-
-/// HTTP/1.1 stays open unless told `close`; HTTP/1.0 closes unless told `keep-alive`. A
-/// `close` in any `Connection` field wins over a `keep-alive` in another.
-pub(crate) fn keep_alive(version: Version, headers: &HeaderMap) -> bool {
-    let has = |token: &str| {
-        headers.get_all(CONNECTION).iter().any(|value| {
-            value.to_str().is_ok_and(|text| {
-                text.split(',')
-                    .any(|t| t.trim().eq_ignore_ascii_case(token))
-            })
-        })
-    };
-    if has("close") {
-        return false;
-    }
-    version == Version::HTTP_11 || has("keep-alive")
+/// The request line and the header fields, `HTTP/1.1`, the target in origin form, in one
+/// buffer.
+pub fn encode(head: &Parts) -> BytesMut {
+    let target = head.uri.path_and_query().map_or("/", |p| p.as_str());
+    let fields = head::fields_len(&head.headers);
+    let mut out = BytesMut::with_capacity(head.method.as_str().len() + target.len() + 13 + fields);
+    out.put_slice(head.method.as_str().as_bytes());
+    out.put_u8(b' ');
+    out.put_slice(target.as_bytes());
+    out.put_slice(b" HTTP/1.1\r\n");
+    head::put_fields(&mut out, &head.headers);
+    out.put_slice(b"\r\n");
+    out
 }
 
 #[cfg(test)]
 mod tests {
+    use http::header::{CONTENT_LENGTH, HeaderValue};
+    use http::{Method, Request, StatusCode, Version};
+
     use super::*;
+    use crate::http1::head::{MAX_CONTENT_LENGTH, MAX_HEAD_BYTES, MAX_HEADERS};
 
     fn final_head(raw: &str, method: &Method) -> (Head, usize) {
         match parse(raw.as_bytes(), method) {
@@ -358,14 +323,14 @@ mod tests {
         assert_eq!(get(last_field).framing, Framing::Chunked);
         let not_final = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked, gzip\r\n\r\n";
         let head = get(not_final);
-        assert_eq!(head.framing, Framing::Eof);
+        assert_eq!(head.framing, Framing::Close);
         assert!(!head.keep_alive);
     }
 
     #[test]
     fn no_length_reads_to_the_close() {
         let head = get("HTTP/1.1 200 OK\r\nConnection: keep-alive\r\n\r\n");
-        assert_eq!(head.framing, Framing::Eof);
+        assert_eq!(head.framing, Framing::Close);
         assert!(!head.keep_alive);
     }
 
@@ -464,12 +429,12 @@ mod tests {
         let with_length = "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n";
         assert_eq!(
             final_head(with_length, &Method::HEAD).0.framing,
-            Framing::Length(0)
+            Framing::Nothing
         );
         for status in ["204 No Content", "304 Not Modified"] {
             for fields in ["Content-Length: 10", "Transfer-Encoding: chunked", "X: y"] {
                 let raw = format!("HTTP/1.1 {status}\r\n{fields}\r\n\r\nbody");
-                assert_eq!(get(&raw).framing, Framing::Length(0), "{raw:?}");
+                assert_eq!(get(&raw).framing, Framing::Nothing, "{raw:?}");
             }
         }
     }
@@ -497,5 +462,23 @@ mod tests {
             let raw = format!("{version} 200 OK\r\n{fields}Content-Length: 0\r\n\r\n");
             assert_eq!(get(&raw).keep_alive, expected, "{raw:?}");
         }
+    }
+
+    #[test]
+    fn the_request_head_is_one_buffer_in_origin_form() {
+        let (mut head, ()) = Request::post("http://gw:8080/v1/responses?x=1")
+            .header("host", "gw:8080")
+            .header("content-type", "application/json")
+            .body(())
+            .expect("request")
+            .into_parts();
+        head.headers.append("x-a", HeaderValue::from_static("1"));
+        head.headers.append("x-a", HeaderValue::from_static("2"));
+        let out = encode(&head);
+        assert_eq!(
+            &out[..],
+            b"POST /v1/responses?x=1 HTTP/1.1\r\nhost: gw:8080\r\ncontent-type: application/json\r\nx-a: 1\r\nx-a: 2\r\n\r\n"
+        );
+        assert!(out.capacity() >= out.len());
     }
 }

@@ -1,5 +1,6 @@
-//! The response body, taken apart as its [`Framing`] says, written after hyper 1's
-//! `proto/h1/decode.rs` and at least as strict.
+//! A message body — a request's on the server's side, a response's on the client's — taken
+//! apart as its [`Framing`] says, written after hyper 1's `proto/h1/decode.rs` and at least as
+//! strict.
 //!
 //! The decoder copies nothing: each [`Step`] says how many of the caller's bytes it took and
 //! which of them are body data, so the connection can hand the data on without a copy. Chunked
@@ -9,7 +10,7 @@
 
 use std::ops::Range;
 
-use super::head::Framing;
+use super::Framing;
 
 /// Chunk extension bytes allowed in one body (the `;` not counted), reached means refused:
 /// hyper's limit, counted as hyper counts, so that extensions cannot keep a stream busy
@@ -24,7 +25,7 @@ pub const MAX_TRAILER_BYTES: usize = 16 * 1024;
 /// Trailer fields allowed in one body: hyper's (its default header count, 100).
 pub const MAX_TRAILERS: usize = 100;
 
-/// Decodes one response body; see [`Decoder::decode`].
+/// Decodes one message body; see [`Decoder::decode`].
 #[derive(Debug, Clone)]
 pub struct Decoder {
     kind: Kind,
@@ -94,31 +95,32 @@ pub struct Step {
 /// Why a body is refused. The connection cannot be used further.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum DecodeError {
-    #[error("the upstream's chunk size is over 2^64 - 1")]
+    #[error("the chunk size is over 2^64 - 1")]
     ChunkSizeOverflow,
-    #[error("the upstream's chunk size line is not hex digits, extensions and CRLF")]
+    #[error("the chunk size line is not hex digits, extensions and CRLF")]
     InvalidChunkSize,
-    #[error("the upstream's chunk extensions are over 16 KiB in one body")]
+    #[error("the chunk extensions are over 16 KiB in one body")]
     ExtensionsTooLong,
-    #[error("the upstream's chunk data is not followed by CRLF")]
+    #[error("the chunk data is not followed by CRLF")]
     MissingCrlfAfterData,
-    #[error("the upstream's trailer fields are over 16 KiB")]
+    #[error("the trailer fields are over 16 KiB")]
     TrailersTooLong,
-    #[error("the upstream's response has more than 100 trailer fields")]
+    #[error("the body has more than 100 trailer fields")]
     TooManyTrailers,
-    #[error("the upstream's trailer section has a line that is not name: value CRLF")]
+    #[error("the trailer section has a line that is not name: value CRLF")]
     InvalidTrailer,
-    #[error("the upstream's trailer section has a line ending in a bare LF")]
+    #[error("the trailer section has a line ending in a bare LF")]
     TrailerBareLf,
-    #[error("the upstream closed the connection before the body's end")]
+    #[error("the connection closed before the body's end")]
     BodyCut,
 }
 
 impl Decoder {
     pub fn new(framing: Framing) -> Decoder {
         let kind = match framing {
+            Framing::Nothing => Kind::Length(0),
             Framing::Length(n) => Kind::Length(n),
-            Framing::Eof => Kind::Eof { closed: false },
+            Framing::Close => Kind::Eof { closed: false },
             Framing::Chunked => Kind::Chunked(Chunked {
                 state: State::SizeStart,
                 size: 0,
@@ -155,7 +157,7 @@ impl Decoder {
         result
     }
 
-    /// The connection reached end of file: Ok when the body may end there (Eof framing, or
+    /// The connection reached end of file: Ok when the body may end there (Close framing, or
     /// already done), else Err (the body was cut short).
     pub fn eof(&mut self) -> Result<(), DecodeError> {
         if let Kind::Eof { closed } = &mut self.kind {
@@ -425,21 +427,23 @@ mod tests {
     }
 
     #[test]
-    fn length_zero_is_done_at_once() {
-        let mut decoder = Decoder::new(Framing::Length(0));
-        assert!(decoder.is_done());
-        assert_eq!(
-            decoder.decode(b"x"),
-            Ok(Step {
-                consumed: 0,
-                data: None
-            })
-        );
+    fn length_zero_and_nothing_are_done_at_once() {
+        for framing in [Framing::Length(0), Framing::Nothing] {
+            let mut decoder = Decoder::new(framing);
+            assert!(decoder.is_done());
+            assert_eq!(
+                decoder.decode(b"x"),
+                Ok(Step {
+                    consumed: 0,
+                    data: None
+                })
+            );
+        }
     }
 
     #[test]
     fn eof_framing_is_all_data_until_the_close() {
-        let mut decoder = Decoder::new(Framing::Eof);
+        let mut decoder = Decoder::new(Framing::Close);
         assert_eq!(
             decoder.decode(b"abc"),
             Ok(Step {
@@ -670,7 +674,7 @@ mod tests {
             (Framing::Chunked, long_ext.as_bytes()),
             (Framing::Length(11), b"hello world and more"),
             (Framing::Length(30), b"hello world"),
-            (Framing::Eof, b"all of it\r\n0\r\n\r\n"),
+            (Framing::Close, b"all of it\r\n0\r\n\r\n"),
         ];
         for (framing, body) in cases {
             let expected = whole(framing, body);

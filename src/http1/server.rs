@@ -1,37 +1,35 @@
-//! A client's request head: the request line and header fields (with `httparse`), and from them
-//! how the body is framed (RFC 9112 §6.3), whether the connection stays open after the
-//! exchange, and whether the client waits for `100 Continue`.
+//! The server's side of HTTP/1.1: a client's request head read (the request line and header
+//! fields, with `httparse`), and from it how the body is framed (RFC 9112 §6.3), whether the
+//! connection stays open after the exchange, and whether the client waits for `100 Continue`;
+//! and the response head written, its body's framing decided as hyper's server decides it.
 //!
 //! As strict as hyper 1's server (`proto/h1/role.rs`, `Server::parse`). A request with both
 //! `Transfer-Encoding` and `Content-Length` is read as hyper reads it, by the former alone, its
 //! length dropped and its connection closed after the answer (RFC 9112 §6.1): what a smuggler
 //! hid behind the length never becomes a request.
+//!
+//! A response is framed as `Server::encode` frames it: no body for `HEAD`, 1xx, 204 and 304; a
+//! `Content-Length` the response has is kept; a body known to be empty or of known size gets
+//! one; any other is chunked, or on HTTP/1.0 runs to the close.
 
-use http::header::{CONTENT_LENGTH, EXPECT, TRANSFER_ENCODING};
-use http::{HeaderMap, Method, StatusCode, Uri, Version, request};
+use bytes::{BufMut, BytesMut};
+use http::header::{self, CONTENT_LENGTH, EXPECT, HeaderValue, TRANSFER_ENCODING};
+use http::{HeaderMap, Method, StatusCode, Uri, Version, request, response};
 
-use crate::net::upstream::h1::head::{
-    content_length, final_coding_is_chunked, header_map, keep_alive,
-};
-
-/// More header fields than this are refused (431); hyper's default.
-pub const MAX_HEADERS: usize = 100;
+use super::head::{self, MAX_HEADERS, Syntax};
+use super::{Framing, Known};
 
 /// A request target longer than this is refused (414): the longest the `http` crate takes.
 pub const MAX_URI_BYTES: usize = (u16::MAX - 1) as usize;
 
-/// How the request body is delimited.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Framing {
-    /// Exactly this many bytes; `Length(0)` for a request without a body.
-    Length(u64),
-    Chunked,
-}
+/// What an HTTP/1.1 client that sent `Expect: 100-continue` waits for.
+pub const CONTINUE: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n";
 
 /// A request head, ready for the handler.
 #[derive(Debug)]
 pub struct Head {
     pub parts: request::Parts,
+    /// `Length` (`Length(0)` without a body) or `Chunked`: a request's length is always known.
     pub framing: Framing,
     /// The connection may carry another request after this exchange.
     pub keep_alive: bool,
@@ -86,21 +84,22 @@ impl HeadError {
     }
 }
 
+impl From<Syntax> for HeadError {
+    fn from(syntax: Syntax) -> HeadError {
+        match syntax {
+            Syntax::TooLarge => HeadError::TooLarge,
+            Syntax::TooManyHeaders => HeadError::TooManyHeaders,
+            Syntax::Malformed(e) => HeadError::Malformed(e),
+        }
+    }
+}
+
 /// Parses the request head at the start of `buf`; a head of `max_bytes` or more is refused.
 pub fn parse(buf: &[u8], max_bytes: usize) -> Result<Parsed, HeadError> {
-    // Only the first max_bytes are looked at, so the outcome does not depend on how much the
-    // caller happened to read beyond them.
-    let window = &buf[..buf.len().min(max_bytes)];
     let mut slots = [httparse::EMPTY_HEADER; MAX_HEADERS];
     let mut request = httparse::Request::new(&mut slots);
-    let len = match request.parse(window) {
-        Ok(httparse::Status::Complete(len)) => len,
-        Ok(httparse::Status::Partial) if window.len() >= max_bytes => {
-            return Err(HeadError::TooLarge);
-        }
-        Ok(httparse::Status::Partial) => return Ok(Parsed::Partial),
-        Err(httparse::Error::TooManyHeaders) => return Err(HeadError::TooManyHeaders),
-        Err(e) => return Err(HeadError::Malformed(e)),
+    let Some(len) = head::scan(buf, max_bytes, |window| request.parse(window))? else {
+        return Ok(Parsed::Partial);
     };
     let method = request.method.unwrap_or_default();
     let method = Method::from_bytes(method.as_bytes())
@@ -114,7 +113,7 @@ pub fn parse(buf: &[u8], max_bytes: usize) -> Result<Parsed, HeadError> {
         Some(0) => Version::HTTP_10,
         _ => Version::HTTP_11,
     };
-    let mut headers = header_map(request.headers).map_err(|_| HeadError::InvalidHeader)?;
+    let mut headers = head::header_map(request.headers).map_err(|_| HeadError::InvalidHeader)?;
     let framing = framing(version, &headers)?;
     // Both framings (RFC 9112 §6.1): read as Transfer-Encoding says, the length dropped, and
     // the connection closed after the answer, so nothing hidden behind the length is a request.
@@ -128,7 +127,7 @@ pub fn parse(buf: &[u8], max_bytes: usize) -> Result<Parsed, HeadError> {
     {
         headers.insert(CONTENT_LENGTH, n.into());
     }
-    let keep_alive = !both && keep_alive(version, &headers);
+    let keep_alive = !both && head::keep_alive(version, &headers);
     let expect_continue = version == Version::HTTP_11
         && headers
             .get(EXPECT)
@@ -154,27 +153,121 @@ fn framing(version: Version, headers: &HeaderMap) -> Result<Framing, HeadError> 
             return Err(HeadError::TransferEncodingOnHttp10);
         }
         // A request body's length must be known (§6.3 rule 4): no reading to the close.
-        if !final_coding_is_chunked(headers) {
+        if !head::final_coding_is_chunked(headers) {
             return Err(HeadError::NotChunked);
         }
         // The length is dropped, but one that is not a length is refused: hyper's server
         // refuses it when it comes before Transfer-Encoding, toolpulse wherever it comes.
-        if headers.contains_key(CONTENT_LENGTH) && content_length(headers, false).is_none() {
+        if headers.contains_key(CONTENT_LENGTH) && head::content_length(headers, false).is_none() {
             return Err(HeadError::InvalidLengthBesideChunked);
         }
         return Ok(Framing::Chunked);
     }
     if headers.contains_key(CONTENT_LENGTH) {
         // One value per field, as hyper's server reads it: a list (`3, 3`) is refused.
-        return content_length(headers, false)
+        return head::content_length(headers, false)
             .map(Framing::Length)
             .ok_or(HeadError::InvalidContentLength);
     }
     Ok(Framing::Length(0))
 }
 
+/// What the response head depends on in its request.
+#[derive(Debug, Clone)]
+pub struct Asked {
+    pub method: Method,
+    pub version: Version,
+}
+
+/// Frames the response, fixing its framing and connection fields, and returns its head's bytes,
+/// its framing, and whether the connection stays open after it (`keep_alive` as the request
+/// and the connection allow, and as the framing does). `date` is the `Date` value it gets when
+/// it has none (the caller owns the clock).
+pub fn encode(
+    head: &mut response::Parts,
+    asked: &Asked,
+    body: Known,
+    keep_alive: bool,
+    date: &[u8],
+) -> (BytesMut, Framing, bool) {
+    let headers = &mut head.headers;
+    headers.remove(header::TRANSFER_ENCODING);
+    headers.remove(header::CONNECTION);
+    let no_body = asked.method == Method::HEAD
+        || head.status.is_informational()
+        || head.status == StatusCode::NO_CONTENT
+        || head.status == StatusCode::NOT_MODIFIED;
+    let declared = headers.contains_key(header::CONTENT_LENGTH);
+    let declared = declared
+        .then(|| head::content_length(headers, true))
+        .flatten();
+    let framing = if no_body {
+        Framing::Nothing
+    } else if let Some(length) = declared {
+        Framing::Length(length)
+    } else {
+        // A Content-Length that is not one number is replaced by the framing chosen here.
+        headers.remove(header::CONTENT_LENGTH);
+        let length = if body.empty { Some(0) } else { body.length };
+        match length {
+            Some(length) => {
+                headers.insert(header::CONTENT_LENGTH, HeaderValue::from(length));
+                Framing::Length(length)
+            }
+            None if asked.version == Version::HTTP_11 => {
+                let chunked = HeaderValue::from_static("chunked");
+                headers.insert(header::TRANSFER_ENCODING, chunked);
+                Framing::Chunked
+            }
+            None => Framing::Close,
+        }
+    };
+    let keep_alive = keep_alive && framing != Framing::Close;
+    if !keep_alive {
+        headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
+    } else if asked.version == Version::HTTP_10 {
+        let kept = HeaderValue::from_static("keep-alive");
+        headers.insert(header::CONNECTION, kept);
+    }
+    // "HTTP/1.1 200 " and the longest reason, "date: " and its value, the CRLFs.
+    let mut out = BytesMut::with_capacity(64 + head::fields_len(headers) + 40);
+    out.put_slice(b"HTTP/1.1 ");
+    out.put_slice(head.status.as_str().as_bytes());
+    out.put_u8(b' ');
+    let reason = head.status.canonical_reason().unwrap_or("");
+    out.put_slice(reason.as_bytes());
+    out.put_slice(b"\r\n");
+    head::put_fields(&mut out, headers);
+    if !headers.contains_key(header::DATE) {
+        out.put_slice(b"date: ");
+        out.put_slice(date);
+        out.put_slice(b"\r\n");
+    }
+    out.put_slice(b"\r\n");
+    (out, framing, keep_alive)
+}
+
+/// The head of a response the server makes itself: a refused head, whose connection then
+/// closes.
+pub fn refusal(status: StatusCode, date: &[u8]) -> BytesMut {
+    let (mut head, ()) = http::Response::new(()).into_parts();
+    head.status = status;
+    let asked = Asked {
+        method: Method::GET,
+        version: Version::HTTP_11,
+    };
+    let empty = Known {
+        empty: true,
+        length: Some(0),
+    };
+    encode(&mut head, &asked, empty, false, date).0
+}
+
 #[cfg(test)]
 mod tests {
+    use http::header::CONTENT_LENGTH;
+    use http::{Method, StatusCode, Version, response};
+
     use super::*;
 
     const LIMIT: usize = 16 * 1024;
@@ -308,5 +401,108 @@ mod tests {
         assert!(complete(expect).0.expect_continue);
         let old = "POST / HTTP/1.0\r\nExpect: 100-continue\r\nContent-Length: 1\r\n\r\n";
         assert!(!complete(old).0.expect_continue, "HTTP/1.0 has no 100");
+    }
+
+    fn head(status: u16, fields: &[(&str, &str)]) -> response::Parts {
+        let mut response = http::Response::builder().status(status);
+        for (name, value) in fields {
+            response = response.header(*name, *value);
+        }
+        response.body(()).expect("response").into_parts().0
+    }
+
+    /// What the caller passes as the `Date` value.
+    const DATE: &[u8] = b"Sun, 06 Nov 1994 08:49:37 GMT";
+
+    const GET_11: Asked = Asked {
+        method: Method::GET,
+        version: Version::HTTP_11,
+    };
+    const STREAM: Known = Known {
+        empty: false,
+        length: None,
+    };
+
+    fn text(out: &BytesMut) -> String {
+        String::from_utf8(out.to_vec()).expect("ASCII")
+    }
+
+    #[test]
+    fn a_stream_is_chunked_with_a_date_and_its_fields_in_order() {
+        let mut parts = head(200, &[("content-type", "text/event-stream"), ("x-a", "1")]);
+        let (out, framing, keep_alive) = encode(&mut parts, &GET_11, STREAM, true, DATE);
+        let out = text(&out);
+        assert_eq!(framing, Framing::Chunked);
+        assert!(keep_alive);
+        assert!(
+            out.starts_with(
+                "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nx-a: 1\r\ntransfer-encoding: chunked\r\ndate: "
+            ),
+            "{out}"
+        );
+        assert!(
+            out.ends_with("\r\ndate: Sun, 06 Nov 1994 08:49:37 GMT\r\n\r\n"),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn lengths_kept_or_added_and_no_body_where_there_is_none() {
+        let mut parts = head(200, &[("content-length", "5")]);
+        let (_, framing, _) = encode(&mut parts, &GET_11, STREAM, true, DATE);
+        assert_eq!(framing, Framing::Length(5));
+        let known = Known {
+            empty: false,
+            length: Some(7),
+        };
+        let mut parts = head(502, &[]);
+        let (out, framing, _) = encode(&mut parts, &GET_11, known, true, DATE);
+        assert_eq!(framing, Framing::Length(7));
+        assert!(text(&out).contains("content-length: 7\r\n"));
+        let head_request = Asked {
+            method: Method::HEAD,
+            version: Version::HTTP_11,
+        };
+        let mut parts = head(200, &[("content-length", "5")]);
+        let (out, framing, _) = encode(&mut parts, &head_request, STREAM, true, DATE);
+        assert_eq!(framing, Framing::Nothing);
+        assert!(
+            text(&out).contains("content-length: 5\r\n"),
+            "HEAD keeps it"
+        );
+        let mut parts = head(204, &[]);
+        assert_eq!(
+            encode(&mut parts, &GET_11, STREAM, true, DATE).1,
+            Framing::Nothing
+        );
+    }
+
+    #[test]
+    fn http_10_streams_run_to_the_close_and_kept_connections_say_so() {
+        let old = Asked {
+            method: Method::GET,
+            version: Version::HTTP_10,
+        };
+        let mut parts = head(200, &[("transfer-encoding", "chunked")]);
+        let (out, framing, keep_alive) = encode(&mut parts, &old, STREAM, true, DATE);
+        assert_eq!(framing, Framing::Close);
+        assert!(!keep_alive);
+        let out = text(&out);
+        assert!(out.contains("connection: close\r\n"), "{out}");
+        assert!(!out.contains("transfer-encoding"), "{out}");
+        let mut parts = head(200, &[("content-length", "0")]);
+        let (out, _, keep_alive) = encode(&mut parts, &old, STREAM, true, DATE);
+        assert!(keep_alive);
+        assert!(text(&out).contains("connection: keep-alive\r\n"));
+    }
+
+    #[test]
+    fn a_refusal_closes() {
+        let out = text(&refusal(StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE, DATE));
+        assert!(out.starts_with("HTTP/1.1 431 Request Header Fields Too Large\r\n"));
+        assert!(
+            out.contains("content-length: 0\r\nconnection: close\r\n"),
+            "{out}"
+        );
     }
 }
