@@ -19,9 +19,9 @@ use rustls::pki_types::pem::PemObject;
 
 use crate::config::ProxyConfig;
 use crate::http1::buffer::READ_BUF_MAX;
-use crate::proxy::request_body::RequestBody;
+use crate::net::upstream::outgoing::Outgoing;
 
-pub type Upstream = Client<HttpsConnector<HttpConnector>, RequestBody>;
+pub type Upstream = Client<HttpsConnector<HttpConnector>, Outgoing>;
 
 /// Idle pooled connections are closed after this long (gateways often close at 60–120 s).
 const POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(60);

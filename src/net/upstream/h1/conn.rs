@@ -26,8 +26,8 @@ use crate::http1::decode::{DecodeError, Decoder};
 use crate::http1::encode::Out;
 use crate::http1::head::{MAX_HEAD_BYTES, has_blank_line};
 use crate::http1::{Framing, Known};
+use crate::net::upstream::outgoing::Outgoing;
 use crate::net::upstream::pool::{Idle, Pool};
-use crate::proxy::request_body::RequestBody;
 
 /// A request body in memory up to this size goes out in the head's write.
 const COALESCE_MAX: usize = 64 * 1024;
@@ -107,14 +107,14 @@ impl Connection {
 /// A request that got no response head; `request` is back when nothing of it was written.
 pub struct NotSent {
     pub error: H1Error,
-    pub request: Option<Request<RequestBody>>,
+    pub request: Option<Request<Outgoing>>,
 }
 
 /// Sends `request` on `conn` and reads the response head; the connection then goes with the
 /// response body, which hands it back to `pool` when it ends cleanly.
 pub async fn send(
     mut conn: Box<Connection>,
-    request: Request<RequestBody>,
+    request: Request<Outgoing>,
     pool: &Arc<Pool>,
 ) -> Result<Response<H1Body>, NotSent> {
     let (mut parts, body) = request.into_parts();

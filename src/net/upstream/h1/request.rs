@@ -13,7 +13,7 @@ use tokio::io::AsyncWrite;
 use super::io::Io;
 use crate::http1::Framing;
 use crate::http1::encode::{LAST_CHUNK, MAX_SLICES, Out};
-use crate::proxy::request_body::RequestBody;
+use crate::net::upstream::outgoing::Outgoing;
 
 /// Why a request body could not be sent whole.
 #[derive(Debug, thiserror::Error)]
@@ -32,7 +32,7 @@ pub enum UploadError {
 /// (the body is only polled once what came before is written, so it is read no faster than the
 /// upstream reads), each framed as the head said.
 pub struct Upload {
-    body: RequestBody,
+    body: Outgoing,
     framing: Framing,
     /// What is left of a `Content-Length` body.
     remaining: u64,
@@ -44,7 +44,7 @@ pub struct Upload {
 
 impl Upload {
     /// `framing` is `Length` or `Chunked`, as a request's is.
-    pub fn new(body: RequestBody, framing: Framing) -> Upload {
+    pub fn new(body: Outgoing, framing: Framing) -> Upload {
         let remaining = match framing {
             Framing::Length(n) => n,
             Framing::Nothing | Framing::Chunked | Framing::Close => 0,
