@@ -28,6 +28,7 @@ use hyper_util::rt::{TokioExecutor, TokioTimer};
 use tower_service::Service;
 
 use crate::config::ProxyConfig;
+use crate::net::tls;
 pub use body::UpstreamBody;
 use h1::conn::{Connection, H1Error, NotSent};
 pub use outgoing::Outgoing;
@@ -58,7 +59,7 @@ pub struct Upstream {
 impl Upstream {
     pub fn new(config: &ProxyConfig) -> anyhow::Result<Upstream> {
         Ok(Upstream {
-            connector: super::client::connector(config)?,
+            connector: tls::connector(config)?,
             pool: Arc::new(Pool::default()),
             http2: Mutex::new(None),
         })

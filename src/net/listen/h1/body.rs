@@ -1,6 +1,7 @@
 //! The socket and read buffer one client connection shares with its request body, and the
-//! request body itself: decoded from the same buffer (`http1::decode`) when the handler polls
-//! it, as slices of it, with no task or channel between the socket and the handler.
+//! request body itself ([`Incoming`]): decoded from the same buffer (`http1::decode`) when the
+//! handler polls it, as slices of it, with no task or channel between the socket and the
+//! handler.
 //!
 //! The read buffer is sized as the upstream's is (`http1::buffer`: 2 KiB first, doubling while
 //! reads fill it, up to 64 KiB); once a request is read whole and its response starts, an empty
@@ -170,22 +171,23 @@ pub enum BodyError {
     Io(#[from] io::Error),
 }
 
-/// A request body read from its connection's socket as it is polled.
-pub struct RequestBody {
+/// A request body read from its connection's socket as it is polled (hyper's HTTP/2 server
+/// hands its own, `hyper::body::Incoming`).
+pub struct Incoming {
     shared: Arc<Shared>,
     /// What is left of a `Content-Length` body.
     remaining: Option<u64>,
     ended: bool,
 }
 
-impl RequestBody {
-    pub fn new(shared: Arc<Shared>, framing: Framing) -> RequestBody {
+impl Incoming {
+    pub fn new(shared: Arc<Shared>, framing: Framing) -> Incoming {
         let remaining = match framing {
             Framing::Nothing => Some(0),
             Framing::Length(n) => Some(n),
             Framing::Chunked | Framing::Close => None,
         };
-        RequestBody {
+        Incoming {
             shared,
             ended: remaining == Some(0),
             remaining,
@@ -248,7 +250,7 @@ impl RequestBody {
     }
 }
 
-impl Drop for RequestBody {
+impl Drop for Incoming {
     fn drop(&mut self) {
         if !self.ended {
             self.shared.reader().abandoned = true;
@@ -256,7 +258,7 @@ impl Drop for RequestBody {
     }
 }
 
-impl Body for RequestBody {
+impl Body for Incoming {
     type Data = Bytes;
     type Error = BodyError;
 

@@ -1,5 +1,5 @@
 //! One client connection served as HTTP/1.1 by toolpulse itself: request heads read from the
-//! shared buffer (`http1::server`), each handed to the responder with its body ([`RequestBody`]),
+//! shared buffer (`http1::server`), each handed to the responder with its body ([`Incoming`]),
 //! the response framed (`http1::server` again) and its head and body frames queued
 //! (`http1::encode`) and written together, vectored, with no second buffer: a chunk's size
 //! line, its data and its CRLF are slices of one write. One exchange at a time; keep-alive as
@@ -24,7 +24,7 @@ use http_body::Body;
 use tokio::io::ReadBuf;
 use tokio::time::Sleep;
 
-use super::body::{RequestBody, Shared};
+use super::body::{Incoming, Shared};
 use super::date::with_date;
 use super::linger::Linger;
 use super::send::{SendTimer, take, write};
@@ -190,7 +190,7 @@ impl<R: Respond> Connection<R> {
         self.searched = 0;
         let body = match head.framing {
             Framing::Nothing | Framing::Length(0) => ClientBody::Empty,
-            framing => ClientBody::H1(RequestBody::new(self.shared.clone(), framing)),
+            framing => ClientBody::H1(Incoming::new(self.shared.clone(), framing)),
         };
         let parts = head.parts;
         let exchange = Exchange {
