@@ -9,7 +9,7 @@
 //!   where the input was dense, every opening closed exactly once, untouched when nothing is
 //!   injected), and does not depend on how the input is split; with time passing between
 //!   chunks (heartbeats, `stages`' running events) it still keeps the invariants.
-//! - [`h1`]: toolpulse's own HTTP/1.1 response reading (`proxy::upstream::h1`) gives the same
+//! - [`h1`]: toolpulse's own HTTP/1.1 response reading (`http1::client`) gives the same
 //!   outcome however the bytes are split, and whatever it accepts, hyper's HTTP/1 client
 //!   accepts with the same status, header fields and body; it refuses what hyper accepts only
 //!   where it is stricter on purpose ([`STRICTER_THAN_HYPER`]).
@@ -24,8 +24,9 @@ use std::time::{Duration, Instant, SystemTime};
 
 use toolpulse::core::profiles::Profile;
 use toolpulse::core::sse::{Item, Parser};
-use toolpulse::net::upstream::h1::decode::{DecodeError, Decoder};
-use toolpulse::net::upstream::h1::head::{self, HeadError, Parsed};
+use toolpulse::http1::client::{self, HeadError, Parsed};
+use toolpulse::http1::decode::{DecodeError, Decoder};
+use toolpulse::http1::head::MAX_HEAD_BYTES;
 use toolpulse::{Config, Rewriter, invariants};
 
 /// `data` = `[limit, max_chunk, seed, input…]`: parses `input` with `max_event_bytes` =
@@ -646,7 +647,7 @@ fn h1_read(pieces: &[&[u8]], method: &http::Method) -> Result<H1Message, H1Refus
     let mut pending: Vec<u8> = Vec::new();
     let head = 'head: loop {
         loop {
-            match head::parse(&pending, method).map_err(H1Refusal::Head)? {
+            match client::parse(&pending, method).map_err(H1Refusal::Head)? {
                 Parsed::Partial => break,
                 Parsed::Informational { len } => {
                     pending.drain(..len);
@@ -659,7 +660,7 @@ fn h1_read(pieces: &[&[u8]], method: &http::Method) -> Result<H1Message, H1Refus
         }
         // Bounded memory: a head still partial is under the limit.
         assert!(
-            pending.len() < head::MAX_HEAD_BYTES,
+            pending.len() < MAX_HEAD_BYTES,
             "a partial head over the limit"
         );
         pending.extend_from_slice(pieces.next().ok_or(H1Refusal::HeadCut)?);

@@ -1,5 +1,5 @@
 //! The oracle of fuzz target `h1_request`: toolpulse's own HTTP/1.1 server reading a client's
-//! request (`listen::h1`: the head, then the body as its framing says) gives the same outcome
+//! request (`http1::server`: the head, then the body as its framing says) gives the same outcome
 //! however the bytes are split, and whatever it accepts, hyper's HTTP/1 server accepts with the
 //! same method, target, version, header fields and body. Where hyper reads a request toolpulse
 //! refuses, the refusal must be one of [`STRICTER_THAN_HYPER`].
@@ -10,9 +10,8 @@ use std::pin::Pin;
 use std::rc::Rc;
 use std::task::{Context, Poll, Waker};
 
-use toolpulse::net::listen::h1::head::{self as request_head, Framing, HeadError, Parsed};
-use toolpulse::net::upstream::h1::decode::{DecodeError, Decoder};
-use toolpulse::net::upstream::h1::head::Framing as BodyFraming;
+use toolpulse::http1::decode::{DecodeError, Decoder};
+use toolpulse::http1::server::{self, HeadError, Parsed};
 
 use crate::checks::chunks;
 
@@ -96,7 +95,7 @@ fn read(pieces: &[&[u8]]) -> Outcome {
     let head = loop {
         let complete = has_blank_line(&pending) || pending.len() >= MAX_HEAD;
         if complete {
-            match request_head::parse(&pending, MAX_HEAD) {
+            match server::parse(&pending, MAX_HEAD) {
                 Ok(Parsed::Partial) => {}
                 Ok(Parsed::Complete { head, len }) => {
                     pending.drain(..len);
@@ -110,11 +109,7 @@ fn read(pieces: &[&[u8]]) -> Outcome {
             None => return Outcome::Incomplete,
         }
     };
-    let framing = match head.framing {
-        Framing::Length(n) => BodyFraming::Length(n),
-        Framing::Chunked => BodyFraming::Chunked,
-    };
-    let mut decoder = Decoder::new(framing);
+    let mut decoder = Decoder::new(head.framing);
     let mut body = Vec::new();
     while !decoder.is_done() {
         let step = match decoder.decode(&pending) {

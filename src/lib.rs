@@ -16,6 +16,7 @@ pub mod app;
 pub mod config;
 pub mod core;
 pub mod features;
+pub mod http1;
 pub mod invariants;
 pub mod metrics;
 pub mod net;

@@ -166,7 +166,7 @@ pub async fn run(
             _ => true,
         }
     };
-    let (clean, mcp_clean) = tokio::join!(connections.drain(drain_timeout, &proxy), mcp_drain);
+    let (clean, mcp_clean) = tokio::join!(connections.drain(drain_timeout), mcp_drain);
     if let Some(telemetry) = &telemetry
         && !telemetry.flush(TELEMETRY_FLUSH_TIMEOUT).await
     {

@@ -34,7 +34,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use crate::config::ClientLimits;
 
 pub use paced::{Fault, Paced};
-pub use read::{Read, ReadError, read_up_to};
+pub use read::{Read, ReadError, read_up_to, whole};
 
 /// Bodies up to this size may use the small bodies' reserve.
 pub const SMALL_BODY_BYTES: usize = 64 * 1024;

@@ -137,7 +137,7 @@ pub fn prepare_request(head: &mut request::Parts, uri: Uri, peer: SocketAddr, pr
     }
     // One canonical value (`000…05` is `5`), as the framing read it; the field itself is
     // checked where the request head was read.
-    let length = crate::net::upstream::h1::head::content_length(headers, false);
+    let length = crate::http1::head::content_length(headers, false);
     if let Some(length) = length {
         headers.insert(header::CONTENT_LENGTH, HeaderValue::from(length));
     }

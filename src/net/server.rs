@@ -1,28 +1,36 @@
-//! The listener: accepts connections (TCP_NODELAY), serves HTTP/1.1 and HTTP/2
-//! ([`crate::net::listen`]) and hands each request to [`Proxy::handle`]. It bounds what one process takes
-//! on: at most `max_connections` connections (past them, the oldest connection without a
-//! request in flight is closed to admit a new one, [`crate::net::listen::slots`]; when every one
-//! has a request in flight, the new one is answered 503 and closed), request heads
-//! up to `max_header_bytes`, and what every listener bounds ([`crate::net::listen`]: timeouts for
-//! heads, idle connections and HTTP/2 peers, concurrent HTTP/2 streams). On shutdown it stops
-//! accepting and returns the open [`Connections`], which the caller drains.
+//! The proxy listener: accepts connections (TCP_NODELAY), serves HTTP/1.1 and HTTP/2 (`listen`)
+//! and hands each request to its [`Service`], the proxy. It bounds what one process takes on:
+//! at most `max_connections` connections (past them, the oldest connection without a request
+//! in flight is closed to admit a new one, `listen::slots`; when every one has a request in
+//! flight, the new one is answered 503 and closed), request heads up to `max_header_bytes`, and
+//! what every listener bounds (`listen`: timeouts for heads, idle connections and HTTP/2 peers,
+//! concurrent HTTP/2 streams). On shutdown it stops accepting and returns the open
+//! [`Connections`], which the caller drains. The MCP front's listener accepts, admits and
+//! rejects with the same functions.
 
 use std::convert::Infallible;
 use std::future::Future;
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
+use http::{HeaderValue, Request, Response, StatusCode, header};
+use http_body::Body;
+use http_body_util::Full;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
 use tokio::net::{TcpListener, TcpStream};
 
-use super::budget::Listener;
+use super::budget::{BodyBudget, Listener};
+use crate::config::Config;
+use crate::metrics::Metrics;
 use crate::net::listen::activity::Activity;
-use crate::net::listen::slots::{Admit, Slots};
-use crate::net::listen::{self, Shutdown};
-use crate::proxy::Proxy;
-use crate::proxy::error::ProxyError;
+use crate::net::listen::slots::{Admit, Slot, Slots};
+use crate::net::listen::{self, ClientBody, Shutdown};
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// After a failed accept (e.g. out of file descriptors), wait this long before the next one.
 const ACCEPT_ERROR_BACKOFF: Duration = Duration::from_millis(50);
@@ -31,21 +39,49 @@ const REJECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// After the drain timeout ended the streams, how long their last bytes may take to go out.
 const FLUSH_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// The connections still open when the server stopped accepting.
-pub struct Connections(Shutdown);
+/// What the proxy listener serves: the proxy implements it, so that the listener need not
+/// name it.
+pub trait Service: Send + Sync + 'static {
+    type Body: Body<Data = Bytes, Error: Into<BoxError>> + Send + Unpin + 'static;
 
-impl Connections {
+    /// The config new connections are served under.
+    fn config(&self) -> Arc<Config>;
+
+    fn metrics(&self) -> &Arc<Metrics>;
+
+    /// The budget of request bodies read whole, which each connection draws on.
+    fn body_budget(&self) -> &BodyBudget;
+
+    /// Answers a request from `peer`, whose connection's bodies are held within `budget`.
+    fn handle(
+        &self,
+        request: Request<ClientBody>,
+        peer: SocketAddr,
+        budget: &BodyBudget,
+    ) -> impl Future<Output = Response<Self::Body>> + Send;
+
+    /// Ends the streams still running: their open calls get terminal events.
+    fn end_streams(&self);
+}
+
+/// The connections still open when the server stopped accepting.
+pub struct Connections<S> {
+    open: Shutdown,
+    service: Arc<S>,
+}
+
+impl<S: Service> Connections<S> {
     /// Asks every connection to finish (HTTP/1 closes after its response, HTTP/2 sends GOAWAY)
     /// and waits up to `timeout`; then ends the streams still running (their open calls get
     /// terminal events) and waits briefly for those last bytes. Returns whether all finished.
-    pub async fn drain(self, timeout: Duration, proxy: &Proxy) -> bool {
-        let all_closed = self.0.drain();
+    pub async fn drain(self, timeout: Duration) -> bool {
+        let all_closed = self.open.drain();
         tokio::pin!(all_closed);
         if tokio::time::timeout(timeout, &mut all_closed).await.is_ok() {
             return true;
         }
         tracing::warn!(?timeout, "drain timeout: ending the streams still running");
-        proxy.end_streams();
+        self.service.end_streams();
         tokio::time::timeout(FLUSH_TIMEOUT, all_closed)
             .await
             .is_ok()
@@ -53,12 +89,12 @@ impl Connections {
 }
 
 /// Serves until `shutdown` completes, then stops accepting and returns the open connections.
-pub async fn serve(
+pub async fn serve<S: Service>(
     listener: TcpListener,
-    proxy: Arc<Proxy>,
+    service: Arc<S>,
     shutdown: impl Future<Output = ()>,
-) -> Connections {
-    let config = proxy.config();
+) -> Connections<S> {
+    let config = service.config();
     let limits = Arc::new(config.clients.clone());
     let builder = listen::builder(&limits, Some(config.proxy.max_header_bytes));
     let slots = Arc::new(Slots::new(config.proxy.max_connections));
@@ -67,26 +103,26 @@ pub async fn serve(
     loop {
         let (stream, peer) = tokio::select! {
             accepted = accept(&listener, "proxy") => accepted,
-            () = &mut shutdown => return Connections(connections),
+            () = &mut shutdown => return Connections { open: connections, service },
         };
         if let Err(error) = stream.set_nodelay(true) {
             tracing::debug!(%error, "could not set TCP_NODELAY");
         }
         let activity = Activity::new(Instant::now());
-        let Some(slot) = admit(&slots, &activity, proxy.metrics(), "proxy") else {
-            proxy.metrics().connections_rejected.inc();
+        let Some(slot) = admit(&slots, &activity, service.metrics(), "proxy") else {
+            service.metrics().connections_rejected.inc();
             tokio::spawn(reject(stream));
             continue;
         };
-        let (proxy, builder, limits) = (proxy.clone(), builder.clone(), limits.clone());
+        let (service, builder, limits) = (service.clone(), builder.clone(), limits.clone());
         let watch = connections.clone();
         connections.spawn(async move {
-            let metrics = proxy.metrics().clone();
+            let metrics = service.metrics().clone();
             metrics.connections_active.inc();
-            let budget = proxy.body_budget().connection(Listener::Proxy, peer.ip());
+            let budget = service.body_budget().connection(Listener::Proxy, peer.ip());
             let handle = move |request| {
-                let (proxy, budget) = (proxy.clone(), budget.clone());
-                async move { proxy.handle(request, peer, &budget).await }
+                let (service, budget) = (service.clone(), budget.clone());
+                async move { service.handle(request, peer, &budget).await }
             };
             let served = listen::serve(&builder, stream, &watch, &limits, activity, handle);
             // Evicted (`None`): dropping the connection closed it, wherever it stood.
@@ -109,9 +145,9 @@ pub async fn serve(
 pub(crate) fn admit(
     slots: &Arc<Slots>,
     activity: &Arc<Activity>,
-    metrics: &crate::metrics::Metrics,
+    metrics: &Metrics,
     listener: &'static str,
-) -> Option<crate::net::listen::slots::Slot> {
+) -> Option<Slot> {
     match slots.admit(activity) {
         Admit::Refused => None,
         Admit::Taken(slot) => Some(slot),
@@ -136,14 +172,38 @@ pub async fn accept(listener: &TcpListener, what: &str) -> (TcpStream, std::net:
     }
 }
 
+/// What a connection over `max_connections` is answered, OpenAI-style like the proxy's own
+/// errors, so SDKs surface a readable `APIError`.
+const OVERLOADED: &str = concat!(
+    r#"{"error":{"message":"too many connections; retry later","#,
+    r#""type":"proxy_error","code":"overloaded"}}"#,
+);
+
 /// Answers every request on an over-limit connection with 503, then closes it.
 pub(crate) async fn reject(stream: TcpStream) {
     let service = service_fn(|_request| async {
-        let message = "too many connections; retry later";
-        Ok::<_, Infallible>(ProxyError::Overloaded.response(message))
+        let mut response = Response::new(Full::new(Bytes::from_static(OVERLOADED.as_bytes())));
+        *response.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
+        let json = HeaderValue::from_static("application/json");
+        response.headers_mut().insert(header::CONTENT_TYPE, json);
+        Ok::<_, Infallible>(response)
     });
     let mut builder = auto::Builder::new(TokioExecutor::new());
     builder.http1().keep_alive(false);
     let connection = builder.serve_connection(TokioIo::new(stream), service);
     let _ = tokio::time::timeout(REJECT_TIMEOUT, connection).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::OVERLOADED;
+
+    #[test]
+    fn the_overload_answer_is_an_openai_style_error() {
+        let answer: serde_json::Value = serde_json::from_str(OVERLOADED).expect("JSON");
+        let error = &answer["error"];
+        assert_eq!(error["message"], "too many connections; retry later");
+        assert_eq!(error["type"], "proxy_error");
+        assert_eq!(error["code"], "overloaded");
+    }
 }

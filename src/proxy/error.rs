@@ -16,15 +16,12 @@ pub enum ProxyError {
     HeaderTimeout,
     /// The upstream connection failed otherwise before headers (closed, reset, not HTTP).
     Upstream,
-    /// `max_connections` client connections are open already.
-    Overloaded,
 }
 
 impl ProxyError {
     pub fn status(self) -> StatusCode {
         match self {
             ProxyError::HeaderTimeout => StatusCode::GATEWAY_TIMEOUT,
-            ProxyError::Overloaded => StatusCode::SERVICE_UNAVAILABLE,
             ProxyError::Unreachable | ProxyError::Upstream => StatusCode::BAD_GATEWAY,
         }
     }
@@ -34,7 +31,6 @@ impl ProxyError {
             ProxyError::Unreachable => "upstream_unreachable",
             ProxyError::HeaderTimeout => "upstream_timeout",
             ProxyError::Upstream => "upstream_error",
-            ProxyError::Overloaded => "overloaded",
         }
     }
 
@@ -44,7 +40,6 @@ impl ProxyError {
             ProxyError::Unreachable => "unreachable",
             ProxyError::HeaderTimeout => "header_timeout",
             ProxyError::Upstream => "error",
-            ProxyError::Overloaded => "overloaded",
         }
     }
 

@@ -14,13 +14,14 @@ pub mod next_turn;
 pub mod path;
 pub mod request_body;
 
+use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::{Instant, SystemTime};
 
 use crate::net::listen::ClientBody;
-use crate::net::{budget, headers, upstream};
+use crate::net::{budget, headers, server, upstream};
 use http::{Request, Response, Uri};
 
 use crate::config::Config;
@@ -490,5 +491,35 @@ impl Proxy {
         let status = http::StatusCode::from_u16(status).expect("a valid status");
         let response = error::refused(status, code, &error.to_string());
         response.map(|body| body.with_log(log))
+    }
+}
+
+/// The proxy listener serves the proxy.
+impl server::Service for Proxy {
+    type Body = ProxyBody;
+
+    fn config(&self) -> Arc<Config> {
+        Proxy::config(self)
+    }
+
+    fn metrics(&self) -> &Arc<Metrics> {
+        Proxy::metrics(self)
+    }
+
+    fn body_budget(&self) -> &budget::BodyBudget {
+        Proxy::body_budget(self)
+    }
+
+    fn handle(
+        &self,
+        request: Request<ClientBody>,
+        peer: SocketAddr,
+        budget: &budget::BodyBudget,
+    ) -> impl Future<Output = Response<ProxyBody>> + Send {
+        Proxy::handle(self, request, peer, budget)
+    }
+
+    fn end_streams(&self) {
+        Proxy::end_streams(self);
     }
 }

@@ -16,16 +16,13 @@
 //! ([`crate::net::budget`]).
 
 use std::collections::VecDeque;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::task::{Context, Poll};
 
-use crate::net::listen::ClientBody;
 use bytes::Bytes;
 use http::request::Parts;
 use http::{HeaderValue, Method, header};
-use http_body::{Body, Frame, SizeHint};
+use http_body::Frame;
 
 use super::next_turn::{Mapping, owner};
 use crate::config::Config;
@@ -35,72 +32,12 @@ use crate::features::hosted::request;
 use crate::features::hosted::scan::SignedIdScan;
 use crate::features::hosted::shared::Pairs;
 use crate::metrics::Metrics;
-use crate::net::budget::{self, BodyBudget, Fault, Held, Paced, ReadError};
+use crate::net::budget::{self, BodyBudget, Paced, ReadError, whole};
+use crate::net::listen::ClientBody;
+use crate::net::upstream::outgoing::{Check, Outgoing, Rest};
 
 /// The largest request body read whole to remove companions from it.
 pub const MAX_READ_BODY_BYTES: usize = 4 << 20;
-
-/// A request body for the upstream: streamed, or (partly) read first.
-pub enum RequestBody {
-    Streamed(Paced),
-    Read {
-        frames: VecDeque<Frame<Bytes>>,
-        /// The part of the body budget the frames hold, given back once they are sent.
-        held: Held,
-        rest: Option<Rest>,
-    },
-}
-
-impl RequestBody {
-    /// The body's bytes when it is all in memory, in one piece (a body read whole).
-    pub fn in_memory(&self) -> Option<Bytes> {
-        match self {
-            RequestBody::Read {
-                frames, rest: None, ..
-            } => whole(frames),
-            _ => None,
-        }
-    }
-
-    /// Where a failure of the part streamed from the client (cut short, malformed, too slow)
-    /// is told, so that it is answered as the client's error, not the upstream's.
-    pub fn fault(&self) -> Fault {
-        match self {
-            RequestBody::Streamed(body) => body.fault(),
-            RequestBody::Read {
-                rest: Some(rest), ..
-            } => rest.body.fault(),
-            RequestBody::Read { rest: None, .. } => Fault::default(),
-        }
-    }
-
-    /// A body read by [`budget::read_up_to`], its rest (if any) forwarded unscanned.
-    pub fn read(read: budget::Read) -> Self {
-        RequestBody::Read {
-            frames: read.frames,
-            held: read.held,
-            rest: read.rest.map(Rest::unscanned),
-        }
-    }
-}
-
-/// The unread rest of a body over the read limit, scanned as it streams.
-pub struct Rest {
-    body: Paced,
-    scan: Option<SignedIdScan>,
-    refused: Refusal,
-}
-
-impl Rest {
-    /// A rest forwarded as it is, not scanned (the MCP front's bodies).
-    pub fn unscanned(body: Paced) -> Rest {
-        Rest {
-            body,
-            scan: None,
-            refused: Refusal::default(),
-        }
-    }
-}
 
 /// Set when a body over the read limit turned out to hold a hosted id: the body was broken off
 /// and the client is told why.
@@ -110,6 +47,23 @@ pub struct Refusal(Arc<AtomicBool>);
 impl Refusal {
     pub fn is_set(&self) -> bool {
         self.0.load(Ordering::Acquire)
+    }
+}
+
+/// The rest of a body over the read limit, scanned for hosted ids this deployment signed as it
+/// streams: one breaks the body off, and the client is told why ([`Refusal`]).
+struct SignedIds {
+    scan: SignedIdScan,
+    refused: Refusal,
+}
+
+impl Check for SignedIds {
+    fn check(&mut self, data: &Bytes) -> Result<(), BoxError> {
+        if self.scan.feed(data) {
+            self.refused.0.store(true, Ordering::Release);
+            return Err(PrepareError::HostedPastLimit.into());
+        }
+        Ok(())
     }
 }
 
@@ -169,20 +123,6 @@ fn percent_decoded(text: &str) -> Vec<u8> {
     out
 }
 
-/// Whether a body may be JSON: labelled so, or not labelled, or labelled as `curl -d` does by
-/// default (`application/x-www-form-urlencoded`, which people sending JSON leave by accident).
-/// Any other type (multipart uploads, octet streams) is streamed, never read.
-pub fn may_be_json(head: &Parts) -> bool {
-    let Some(value) = head.headers.get(header::CONTENT_TYPE) else {
-        return true;
-    };
-    let value = String::from_utf8_lossy(value.as_bytes()).to_ascii_lowercase();
-    let media = value.split(';').next().unwrap_or("").trim();
-    media.ends_with("json")
-        || media.ends_with("+json")
-        || media == "application/x-www-form-urlencoded"
-}
-
 /// What the proxy learned from a request body.
 #[derive(Debug, Default)]
 pub struct RequestFacts {
@@ -204,7 +144,7 @@ pub async fn prepare(
     store: &Pairs,
     metrics: &Metrics,
     budget: &BodyBudget,
-) -> Result<(RequestBody, RequestFacts), PrepareError> {
+) -> Result<(Outgoing, RequestFacts), PrepareError> {
     let mut facts = RequestFacts {
         owner: owner(head, config),
         ..RequestFacts::default()
@@ -212,7 +152,7 @@ pub async fn prepare(
     let owner = facts.owner;
     let timeout = config.clients.body_timeout;
     if !is_responses_create(head) {
-        return Ok((RequestBody::Streamed(Paced::new(body, timeout)), facts));
+        return Ok((Outgoing::Streamed(Paced::new(body, timeout)), facts));
     }
     let read = budget::read_up_to(body, MAX_READ_BODY_BYTES, budget, timeout).await?;
     let (mut frames, held) = (read.frames, read.held);
@@ -227,13 +167,8 @@ pub async fn prepare(
             "request body over the read limit: forwarded as it is, scanned for hosted ids"
         );
         let refused = facts.refusal.clone();
-        let rest = Rest {
-            body,
-            scan: Some(scan),
-            refused,
-        };
-        let rest = Some(rest);
-        return Ok((RequestBody::Read { frames, held, rest }, facts));
+        let rest = Some(Rest::checked(body, Box::new(SignedIds { scan, refused })));
+        return Ok((Outgoing::Read { frames, held, rest }, facts));
     }
     if let Some(whole) = whole(&frames) {
         facts.client_functions = declared_functions(&whole);
@@ -259,7 +194,7 @@ pub async fn prepare(
             Err(e) => return Err(e),
         }
         let rest = None;
-        return Ok((RequestBody::Read { frames, held, rest }, facts));
+        return Ok((Outgoing::Read { frames, held, rest }, facts));
     }
     // A body with trailers is not mapped: one that holds a signed id must not go on as it is.
     let mut scan = SignedIdScan::new(config.hosted.key.clone());
@@ -272,90 +207,7 @@ pub async fn prepare(
         return Err(request::Refusal::Unreadable.into());
     }
     let rest = None;
-    Ok((RequestBody::Read { frames, held, rest }, facts))
-}
-
-/// The bytes of a body read whole ([`budget::read_up_to`] puts them in one frame); `None`
-/// when it had trailers.
-pub fn whole(frames: &VecDeque<Frame<Bytes>>) -> Option<Bytes> {
-    let mut frames = frames.iter();
-    match (frames.next(), frames.next()) {
-        (None, _) => Some(Bytes::new()),
-        (Some(frame), None) => frame.data_ref().cloned(),
-        _ => None,
-    }
+    Ok((Outgoing::Read { frames, held, rest }, facts))
 }
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
-
-impl Rest {
-    fn poll_frame(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
-        let frame = std::task::ready!(Pin::new(&mut self.body).poll_frame(cx));
-        if let Some(Ok(data)) = frame.as_ref().map(|f| f.as_ref().map(Frame::data_ref))
-            && let Some(data) = data
-            && let Some(scan) = &mut self.scan
-            && scan.feed(data)
-        {
-            self.refused.0.store(true, Ordering::Release);
-            return Poll::Ready(Some(Err(PrepareError::HostedPastLimit.into())));
-        }
-        Poll::Ready(frame)
-    }
-}
-
-impl Body for RequestBody {
-    type Data = Bytes;
-    type Error = BoxError;
-
-    fn poll_frame(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
-        match self.get_mut() {
-            RequestBody::Streamed(body) => Pin::new(body).poll_frame(cx),
-            RequestBody::Read { frames, held, rest } => {
-                let frame = frames.pop_front();
-                if frames.is_empty() {
-                    // Sent on (or being sent): the bytes are the upstream client's now.
-                    held.release();
-                }
-                match (frame, rest) {
-                    (Some(frame), _) => Poll::Ready(Some(Ok(frame))),
-                    (None, Some(rest)) => rest.poll_frame(cx),
-                    (None, None) => Poll::Ready(None),
-                }
-            }
-        }
-    }
-
-    fn is_end_stream(&self) -> bool {
-        match self {
-            RequestBody::Streamed(body) => body.is_end_stream(),
-            RequestBody::Read { frames, rest, .. } => {
-                frames.is_empty() && rest.as_ref().is_none_or(|rest| rest.body.is_end_stream())
-            }
-        }
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        match self {
-            RequestBody::Streamed(body) => body.size_hint(),
-            RequestBody::Read { frames, rest, .. } => {
-                let read: usize = frames
-                    .iter()
-                    .filter_map(|f| f.data_ref())
-                    .map(Bytes::len)
-                    .sum();
-                let rest = rest
-                    .as_ref()
-                    .map_or(SizeHint::with_exact(0), |rest| rest.body.size_hint());
-                let mut hint = SizeHint::new();
-                hint.set_lower(rest.lower() + read as u64);
-                if let Some(upper) = rest.upper() {
-                    hint.set_upper(upper + read as u64);
-                }
-                hint
-            }
-        }
-    }
-}

@@ -27,7 +27,7 @@ use crate::features::progress::{TraceId, Traceparent};
 use crate::features::telemetry::mcp::McpRequest;
 use crate::net::budget::{self, BodyBudget, Paced, ReadError};
 use crate::net::headers;
-use crate::proxy::request_body::{self, RequestBody};
+use crate::net::upstream::Outgoing;
 
 /// The largest POST body read to find `tools/call` requests; a larger one is forwarded as it
 /// is, and its calls are not followed.
@@ -61,7 +61,7 @@ pub async fn forward(
     let session = session.map(str::to_string);
     let mut calls = front.calls(&server.name, session, share);
     let mut first_call = None;
-    let body = if head.method == Method::POST && request_body::may_be_json(&head) {
+    let body = if head.method == Method::POST && may_be_json(&head) {
         let read = read_calls(
             front,
             client.budget,
@@ -80,7 +80,7 @@ pub async fn forward(
             Err(error) => return refuse_body(front, &error, log),
         }
     } else {
-        RequestBody::Streamed(Paced::new(body, front.clients.body_timeout))
+        Outgoing::Streamed(Paced::new(body, front.clients.body_timeout))
     };
     let fault = body.fault();
     log.calls = calls.len();
@@ -176,6 +176,20 @@ fn refuse_body(front: &Front, error: &ReadError, mut log: McpLog) -> Response<Mc
     reply::error(status, code, &error.to_string(), None)
 }
 
+/// Whether a body may be JSON: labelled so, or not labelled, or labelled as `curl -d` does by
+/// default (`application/x-www-form-urlencoded`, which people sending JSON leave by accident).
+/// Any other type (multipart uploads, octet streams) is streamed, never read.
+fn may_be_json(head: &Parts) -> bool {
+    let Some(value) = head.headers.get(header::CONTENT_TYPE) else {
+        return true;
+    };
+    let value = String::from_utf8_lossy(value.as_bytes()).to_ascii_lowercase();
+    let media = value.split(';').next().unwrap_or("").trim();
+    media.ends_with("json")
+        || media.ends_with("+json")
+        || media == "application/x-www-form-urlencoded"
+}
+
 /// The first `tools/call` of a body: its tool and `params._meta.traceparent` (for its span).
 type FirstCall = Option<(String, Option<String>)>;
 
@@ -190,15 +204,15 @@ async fn read_calls(
     body: ClientBody,
     calls: &mut Calls,
     header_trace: Option<TraceId>,
-) -> Result<(RequestBody, Vec<String>, FirstCall), ReadError> {
+) -> Result<(Outgoing, Vec<String>, FirstCall), ReadError> {
     let timeout = front.clients.body_timeout;
     let mut read = budget::read_up_to(body, MAX_CALL_BODY_BYTES, bodies, timeout).await?;
     let whole = match read.rest {
-        None => request_body::whole(&read.frames),
+        None => budget::whole(&read.frames),
         Some(_) => None,
     };
     let Some(whole) = whole else {
-        return Ok((RequestBody::read(read), Vec::new(), None));
+        return Ok((Outgoing::read(read), Vec::new(), None));
     };
     let (registry_room, share_room) = (front.registry.room(), calls.share_room());
     let max_calls = MAX_CALLS_PER_REQUEST.min(registry_room).min(share_room);
@@ -227,7 +241,7 @@ async fn read_calls(
         head.headers.insert(header::CONTENT_LENGTH, length);
         read.frames = VecDeque::from([Frame::data(Bytes::from(changed))]);
     }
-    Ok((RequestBody::read(read), prepared.methods, first))
+    Ok((Outgoing::read(read), prepared.methods, first))
 }
 
 /// The server's endpoint with the request's query, if any.

@@ -50,7 +50,7 @@ pub struct Front {
     /// Request bodies read whole, held at once (the proxy's, when they run together).
     body_budget: BodyBudget,
     progress_token: Option<BearerToken>,
-    client: client::Upstream,
+    client: client::HyperClient,
     header_timeout: Duration,
     hub: Arc<dyn ProgressHub>,
     registry: Arc<Registry>,

@@ -33,7 +33,7 @@ impl Transport {
         http.enforce_http(false);
         http.set_nodelay(true);
         http.set_connect_timeout(Some(CONNECT_TIMEOUT));
-        let tls = crate::net::client::tls_config(None)?;
+        let tls = crate::net::tls::client_config(None)?;
         let https = HttpsConnectorBuilder::new()
             .with_tls_config(tls)
             .https_or_http()

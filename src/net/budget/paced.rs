@@ -12,7 +12,7 @@ use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
 use tokio::time::{Instant, Sleep};
 
-use super::ReadError;
+use super::read::ReadError;
 use crate::net::listen::ClientBody;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;

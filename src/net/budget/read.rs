@@ -10,7 +10,8 @@ use http_body::{Body, Frame};
 use http_body_util::BodyExt;
 use tokio::time::Instant;
 
-use super::{BodyBudget, Held, Limit, Paced};
+use super::paced::Paced;
+use super::{BodyBudget, Held, Limit};
 use crate::net::listen::ClientBody;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -73,6 +74,17 @@ pub struct Read {
     pub frames: VecDeque<Frame<Bytes>>,
     pub held: Held,
     pub rest: Option<Paced>,
+}
+
+/// The bytes of a body read whole ([`read_up_to`] puts them in one frame); `None` when it had
+/// trailers.
+pub fn whole(frames: &VecDeque<Frame<Bytes>>) -> Option<Bytes> {
+    let mut frames = frames.iter();
+    match (frames.next(), frames.next()) {
+        (None, _) => Some(Bytes::new()),
+        (Some(frame), None) => frame.data_ref().cloned(),
+        _ => None,
+    }
 }
 
 /// The first buffer of a body: enough for most requests whole, and all that a body that

@@ -4,7 +4,7 @@
 //! - a request head within `[clients] head_timeout_ms` of the accept (the bytes that tell
 //!   HTTP/1 from HTTP/2 included), and, on HTTP/1, of the end of the previous response
 //!   ([`h1::conn`]); a request head at most `[proxy] max_header_bytes` long on the proxy
-//!   listener, [`MAX_HEAD_BYTES`] on the others;
+//!   listener, [`MAX_HEAD_BYTES`] (64 KiB) on the others;
 //! - a connection with no request in flight for `idle_timeout_ms` is closed gracefully (HTTP/2:
 //!   GOAWAY), and dropped if that does not finish in [`watched::CLOSE_GRACE`]; HTTP/2 peers are
 //!   pinged every `ping_interval_ms` and dropped when they do not answer;
@@ -34,13 +34,11 @@ use hyper_util::rt::{TokioExecutor, TokioTimer};
 use tokio::net::TcpStream;
 
 use crate::config::ClientLimits;
+use crate::http1::head::MAX_HEAD_BYTES;
 use activity::{Activity, Tracked};
 pub use respond::{ClientBody, Respond};
 pub use sniff::Builders;
 pub use watched::{Closed, Shutdown};
-
-/// The longest request head a listener that sets no limit of its own reads.
-pub const MAX_HEAD_BYTES: usize = 64 * 1024;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 

@@ -8,9 +8,8 @@ use std::task::{Context, Poll};
 use bytes::Bytes;
 use http::{Request, Response};
 use http_body::{Body, Frame, SizeHint};
-use hyper::body::Incoming;
 
-use super::h1::body::RequestBody;
+use super::h1;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
@@ -41,12 +40,12 @@ where
 pub enum ClientBody {
     /// The request has no body.
     Empty,
-    H1(RequestBody),
-    H2(Incoming),
+    H1(h1::body::Incoming),
+    H2(hyper::body::Incoming),
 }
 
-impl From<Incoming> for ClientBody {
-    fn from(body: Incoming) -> Self {
+impl From<hyper::body::Incoming> for ClientBody {
+    fn from(body: hyper::body::Incoming) -> Self {
         ClientBody::H2(body)
     }
 }

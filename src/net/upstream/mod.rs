@@ -1,12 +1,12 @@
 //! The proxy's upstream client, built so that one stream is one task.
 //!
 //! An HTTP/1.1 upstream connection is read and written by toolpulse itself ([`h1`]): the
-//! request future writes the request and reads the response head, then the response body
-//! ([`UpstreamBody::H1`]) reads the connection from its `poll_frame`. Reading from the gateway,
-//! rewriting and writing to the client then happen in the client connection's task, on one
-//! wake-up, with no channel between two tasks and no buffer but the read buffer. A finished
-//! response hands its connection back to the [`pool`] (bounded, with an idle timeout, checked
-//! for closure before reuse).
+//! request future writes the request (its body an [`Outgoing`]) and reads the response head,
+//! then the response body ([`UpstreamBody::H1`]) reads the connection from its `poll_frame`.
+//! Reading from the gateway, rewriting and writing to the client then happen in the client
+//! connection's task, on one wake-up, with no channel between two tasks and no buffer but the
+//! read buffer. A finished response hands its connection back to the [`pool`] (bounded, with an
+//! idle timeout, checked for closure before reuse).
 //!
 //! An upstream that picks HTTP/2 in TLS's ALPN goes through hyper: one connection shared by all
 //! streams needs a task of its own to drive it. Its sender is kept and shared until the
@@ -14,6 +14,7 @@
 
 pub mod body;
 pub mod h1;
+pub mod outgoing;
 mod pool;
 
 use std::future::poll_fn;
@@ -27,9 +28,10 @@ use hyper_util::rt::{TokioExecutor, TokioTimer};
 use tower_service::Service;
 
 use crate::config::ProxyConfig;
-use crate::proxy::request_body::RequestBody;
+use crate::net::tls;
 pub use body::UpstreamBody;
 use h1::conn::{Connection, H1Error, NotSent};
+pub use outgoing::Outgoing;
 use pool::Pool;
 
 /// Why a request got no response head.
@@ -51,13 +53,13 @@ pub struct Upstream {
     connector: HttpsConnector<HttpConnector>,
     pool: Arc<Pool>,
     /// The shared connection, when the upstream chose HTTP/2.
-    http2: Mutex<Option<http2::SendRequest<RequestBody>>>,
+    http2: Mutex<Option<http2::SendRequest<Outgoing>>>,
 }
 
 impl Upstream {
     pub fn new(config: &ProxyConfig) -> anyhow::Result<Upstream> {
         Ok(Upstream {
-            connector: super::client::connector(config)?,
+            connector: tls::connector(config)?,
             pool: Arc::new(Pool::default()),
             http2: Mutex::new(None),
         })
@@ -68,7 +70,7 @@ impl Upstream {
     /// closed meanwhile) goes on another.
     pub async fn request(
         &self,
-        mut request: Request<RequestBody>,
+        mut request: Request<Outgoing>,
     ) -> Result<Response<UpstreamBody>, UpstreamError> {
         if let Some(sender) = self.shared_http2() {
             return send_http2(sender, request).await;
@@ -98,7 +100,7 @@ impl Upstream {
         self.pool.len()
     }
 
-    fn shared_http2(&self) -> Option<http2::SendRequest<RequestBody>> {
+    fn shared_http2(&self) -> Option<http2::SendRequest<Outgoing>> {
         let mut shared = self
             .http2
             .lock()
@@ -141,12 +143,12 @@ impl Upstream {
 
 enum Fresh {
     Http1(Box<Connection>),
-    Http2(http2::SendRequest<RequestBody>),
+    Http2(http2::SendRequest<Outgoing>),
 }
 
 async fn send_http2(
-    mut sender: http2::SendRequest<RequestBody>,
-    request: Request<RequestBody>,
+    mut sender: http2::SendRequest<Outgoing>,
+    request: Request<Outgoing>,
 ) -> Result<Response<UpstreamBody>, UpstreamError> {
     sender.ready().await?;
     let response = sender.send_request(request).await?;

@@ -1,11 +1,12 @@
 //! The socket and read buffer one client connection shares with its request body, and the
-//! request body itself: decoded from the same buffer ([`decode`]) when the handler polls it,
-//! as slices of it, with no task or channel between the socket and the handler.
+//! request body itself ([`Incoming`]): decoded from the same buffer (`http1::decode`) when the
+//! handler polls it, as slices of it, with no task or channel between the socket and the
+//! handler.
 //!
-//! The read buffer is sized as the upstream's is (`proxy::upstream::h1::conn`: 2 KiB first,
-//! doubling while reads fill it, up to 64 KiB); once a request is read whole and its response
-//! starts, an empty buffer is given back ([`Reader::answered`]), so a streaming response holds
-//! no read buffer at all.
+//! The read buffer is sized as the upstream's is (`http1::buffer`: 2 KiB first, doubling while
+//! reads fill it, up to 64 KiB); once a request is read whole and its response starts, an empty
+//! buffer is given back ([`Reader::answered`]), so a streaming response holds no read buffer at
+//! all.
 
 use std::io;
 use std::pin::Pin;
@@ -16,13 +17,10 @@ use bytes::{Buf, Bytes, BytesMut};
 use http_body::{Body, Frame, SizeHint};
 use tokio::net::TcpStream;
 
-use super::head::Framing;
-use crate::net::upstream::h1::conn::{READ_BUF_FIRST, next_read_size};
-use crate::net::upstream::h1::decode::{DecodeError, Decoder};
-use crate::net::upstream::h1::head::Framing as DecodeFraming;
-
-/// What an HTTP/1.1 client that sent `Expect: 100-continue` waits for.
-const CONTINUE: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n";
+use crate::http1::Framing;
+use crate::http1::buffer::{READ_BUF_FIRST, next_read_size};
+use crate::http1::decode::{DecodeError, Decoder};
+use crate::http1::server::CONTINUE;
 
 /// What the connection and its request body share.
 pub struct Shared {
@@ -94,10 +92,6 @@ impl Reader {
 
     /// A request head was taken from the buffer: its body, framed so, is read next.
     pub fn begin_body(&mut self, framing: Framing, expect_continue: bool) {
-        let framing = match framing {
-            Framing::Length(n) => DecodeFraming::Length(n),
-            Framing::Chunked => DecodeFraming::Chunked,
-        };
         let decoder = Decoder::new(framing);
         self.continue_left = 0;
         self.abandoned = false;
@@ -177,21 +171,23 @@ pub enum BodyError {
     Io(#[from] io::Error),
 }
 
-/// A request body read from its connection's socket as it is polled.
-pub struct RequestBody {
+/// A request body read from its connection's socket as it is polled (hyper's HTTP/2 server
+/// hands its own, `hyper::body::Incoming`).
+pub struct Incoming {
     shared: Arc<Shared>,
     /// What is left of a `Content-Length` body.
     remaining: Option<u64>,
     ended: bool,
 }
 
-impl RequestBody {
-    pub fn new(shared: Arc<Shared>, framing: Framing) -> RequestBody {
+impl Incoming {
+    pub fn new(shared: Arc<Shared>, framing: Framing) -> Incoming {
         let remaining = match framing {
+            Framing::Nothing => Some(0),
             Framing::Length(n) => Some(n),
-            Framing::Chunked => None,
+            Framing::Chunked | Framing::Close => None,
         };
-        RequestBody {
+        Incoming {
             shared,
             ended: remaining == Some(0),
             remaining,
@@ -254,7 +250,7 @@ impl RequestBody {
     }
 }
 
-impl Drop for RequestBody {
+impl Drop for Incoming {
     fn drop(&mut self) {
         if !self.ended {
             self.shared.reader().abandoned = true;
@@ -262,7 +258,7 @@ impl Drop for RequestBody {
     }
 }
 
-impl Body for RequestBody {
+impl Body for Incoming {
     type Data = Bytes;
     type Error = BodyError;
 

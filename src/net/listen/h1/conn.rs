@@ -1,13 +1,14 @@
 //! One client connection served as HTTP/1.1 by toolpulse itself: request heads read from the
-//! shared buffer ([`head`]), each handed to the responder with its body ([`body`]), the
-//! response framed ([`response`]) and its head and body frames queued ([`out`]) and written
-//! together, vectored, with no second buffer: a chunk's size line, its data and its CRLF are
-//! slices of one write. One exchange at a time; keep-alive as the request and response allow.
+//! shared buffer (`http1::server`), each handed to the responder with its body ([`Incoming`]),
+//! the response framed (`http1::server` again) and its head and body frames queued
+//! (`http1::encode`) and written together, vectored, with no second buffer: a chunk's size
+//! line, its data and its CRLF are slices of one write. One exchange at a time; keep-alive as
+//! the request and response allow.
 //!
 //! While a request waits for its response or the response streams, the socket is watched for
 //! the client's close (as hyper's server does, half-closes included): the response is then
 //! dropped, and with it the upstream exchange. A client that takes no byte of its response for
-//! the send timeout ([`super::send`]) is closed with a reset: it is not reading, and a reset
+//! the send timeout ([`SendTimer`]) is closed with a reset: it is not reading, and a reset
 //! frees at once the bytes the kernel still holds for it.
 
 use std::future::Future;
@@ -23,23 +24,21 @@ use http_body::Body;
 use tokio::io::ReadBuf;
 use tokio::time::Sleep;
 
-use super::body::{RequestBody, Shared};
-use super::head::{self, Parsed};
+use super::body::{Incoming, Shared};
+use super::date::with_date;
 use super::linger::Linger;
-use super::out::{Out, take};
-use super::response::{self, Asked, Framing, Known};
-use super::send::{SendTimer, write};
-use crate::net::listen::Respond;
-use crate::net::listen::{ClientBody, Closed};
-use crate::net::upstream::h1::conn::has_blank_line;
+use super::send::{SendTimer, take, write};
+use crate::http1::encode::{LAST_CHUNK, Out};
+use crate::http1::head::has_blank_line;
+use crate::http1::server::{self, Asked, Parsed};
+use crate::http1::{Framing, Known};
+use crate::net::listen::respond::{ClientBody, Respond};
+use crate::net::listen::watched::Closed;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
-/// The end of a chunked body (no trailers).
-const LAST_CHUNK: &[u8] = b"0\r\n\r\n";
-
 /// How long a client may take to send a request head after the previous response (its first
-/// is timed from the accept by [`crate::net::listen::watched`]) and to take a byte of a response.
+/// is timed from the accept by the listener's `watched`) and to take a byte of a response.
 #[derive(Debug, Clone)]
 pub struct Limits {
     pub head_timeout: Duration,
@@ -78,7 +77,7 @@ enum State<R: Respond> {
         ended: bool,
         exchange: Exchange,
     },
-    /// Closing while the client may still be sending ([`super::linger`]).
+    /// Closing while the client may still be sending ([`Linger`]).
     Linger(Linger),
 }
 
@@ -141,7 +140,7 @@ impl<R: Respond> Connection<R> {
             let complete = has_blank_line(&reader.buf, self.searched) || reader.buf.len() >= max;
             self.searched = reader.buf.len();
             let parsed = match complete {
-                true => head::parse(&reader.buf, max),
+                true => server::parse(&reader.buf, max),
                 false => Ok(Parsed::Partial),
             };
             match parsed {
@@ -156,7 +155,8 @@ impl<R: Respond> Connection<R> {
                 Err(error) => {
                     tracing::debug!(%error, "request head refused");
                     // Best effort: the connection closes either way.
-                    let _ = shared.stream.try_write(&response::refusal(error.status()));
+                    let refusal = with_date(|date| server::refusal(error.status(), date));
+                    let _ = shared.stream.try_write(&refusal);
                     return Poll::Ready(Ok(!self.linger()));
                 }
             }
@@ -185,12 +185,12 @@ impl<R: Respond> Connection<R> {
         }
     }
 
-    fn start(&mut self, head: head::Head) {
+    fn start(&mut self, head: server::Head) {
         self.timer = None;
         self.searched = 0;
         let body = match head.framing {
-            head::Framing::Length(0) => ClientBody::Empty,
-            framing => ClientBody::H1(RequestBody::new(self.shared.clone(), framing)),
+            Framing::Nothing | Framing::Length(0) => ClientBody::Empty,
+            framing => ClientBody::H1(Incoming::new(self.shared.clone(), framing)),
         };
         let parts = head.parts;
         let exchange = Exchange {
@@ -340,8 +340,9 @@ impl<R: Respond> Future for Connection<R> {
                     // on a connection then closed for the body's sake would let the client
                     // send its next request into the close.
                     let keep_alive = exchange.keep_alive && !this.closing && body_done;
-                    let (bytes, framing, keep_alive) =
-                        response::encode_head(&mut head, &exchange.asked, known, keep_alive);
+                    let (bytes, framing, keep_alive) = with_date(|date| {
+                        server::encode(&mut head, &exchange.asked, known, keep_alive, date)
+                    });
                     exchange.keep_alive = keep_alive;
                     exchange.too_slow = head.status == http::StatusCode::REQUEST_TIMEOUT;
                     let remaining = match framing {

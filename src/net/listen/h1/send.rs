@@ -1,8 +1,8 @@
-//! Sending a response's queued bytes ([`super::out`]): one vectored write of all of them, and
-//! the send timeout, as nginx's `send_timeout`: armed when a write finds the socket full,
-//! disarmed by any byte the client takes, so it bounds the time between two bytes taken,
-//! never the time a whole response takes. A client that stops reading holds its response,
-//! its upstream exchange and the queued bytes for no longer than this.
+//! Sending a response: each body frame queued as its framing says ([`take`]), one vectored
+//! write of all that is queued, and the send timeout, as nginx's `send_timeout`: armed when a
+//! write finds the socket full, disarmed by any byte the client takes, so it bounds the time
+//! between two bytes taken, never the time a whole response takes. A client that stops reading
+//! holds its response, its upstream exchange and the queued bytes for no longer than this.
 
 use std::future::Future;
 use std::io::{self, IoSlice};
@@ -10,10 +10,41 @@ use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
+use bytes::Bytes;
+use http_body::Frame;
 use tokio::time::{Instant, Sleep};
 
 use super::body::Shared;
-use super::out::{MAX_SLICES, Out};
+use crate::http1::Framing;
+use crate::http1::encode::{MAX_SLICES, Out};
+
+/// Queues one body frame into `out` as the response's framing says; a `Content-Length` body's
+/// excess is dropped.
+pub fn take(frame: Frame<Bytes>, out: &mut Out, framing: Framing, remaining: &mut u64) {
+    let Ok(mut data) = frame.into_data() else {
+        // Trailers: the last chunk goes without them.
+        return;
+    };
+    if data.is_empty() {
+        return;
+    }
+    match framing {
+        Framing::Chunked => out.push_chunk(data),
+        Framing::Length(_) => {
+            let owed = usize::try_from(*remaining).unwrap_or(usize::MAX);
+            if data.len() > owed {
+                tracing::debug!("response body longer than its Content-Length: cut");
+                data.truncate(owed);
+            }
+            *remaining -= data.len() as u64;
+            if !data.is_empty() {
+                out.push(None, data, b"");
+            }
+        }
+        Framing::Close => out.push(None, data, b""),
+        Framing::Nothing => {}
+    }
+}
 
 /// Writes what `out` holds with one vectored write; ready once something was written.
 pub fn write(shared: &Shared, out: &mut Out, cx: &mut Context<'_>) -> Poll<io::Result<()>> {

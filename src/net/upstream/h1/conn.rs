@@ -1,14 +1,13 @@
-//! One HTTP/1.1 connection to the upstream, read and written by toolpulse itself: the request
-//! head written with one write (with the body, when it is in memory), the response head parsed
-//! from the read buffer ([`head`]), the body decoded from the same buffer ([`decode`]) and handed
-//! on as slices of it — no task, no channel, no second buffer. Shaped after pingora's HTTP/1
-//! client (`protocols/http/v1/client.rs`) and hyper's `proto/h1`.
+//! One HTTP/1.1 connection to the upstream, read and written by toolpulse itself with the codec
+//! both roles share (`http1`, as a client): the request head written with one write (with the
+//! body, when it is in memory), the response head parsed from the read buffer, the body decoded
+//! from the same buffer and handed on as slices of it — no task, no channel, no second buffer.
+//! Shaped after pingora's HTTP/1 client (`protocols/http/v1/client.rs`) and hyper's
+//! `proto/h1`.
 //!
-//! The read buffer starts at [`READ_BUF_FIRST`], doubles while reads fill it, up to
-//! [`READ_BUF_MAX`], and halves again after reads that use less than half of it, down to
-//! [`READ_BUF_MIN`].
+//! The read buffer is sized by `http1::buffer`: 2 KiB first, doubling while reads fill it, up to
+//! 64 KiB, halving again after reads that use less than half of it.
 
-use std::collections::VecDeque;
 use std::io;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -19,23 +18,17 @@ use http::{Request, Response};
 use http_body::{Body, Frame, SizeHint};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
-use super::decode::{DecodeError, Decoder};
-use super::head::{self, HeadError, Parsed};
 use super::io::Io;
-use super::request::{self, Framing, Upload, UploadError};
+use super::request::{Upload, UploadError, write_some};
+use crate::http1::buffer::{READ_BUF_FIRST, next_read_size};
+use crate::http1::client::{self, HeadError, Parsed};
+use crate::http1::decode::{DecodeError, Decoder};
+use crate::http1::encode::Out;
+use crate::http1::head::{MAX_HEAD_BYTES, has_blank_line};
+use crate::http1::{Framing, Known};
+use crate::net::upstream::outgoing::Outgoing;
 use crate::net::upstream::pool::{Idle, Pool};
-use crate::proxy::request_body::RequestBody;
 
-/// The read buffer's first size: a paced stream's events are a few hundred bytes, and every
-/// open stream holds one buffer, so one that never fills it stays this small.
-pub const READ_BUF_FIRST: usize = 2 * 1024;
-/// The least a read buffer that once filled shrinks back to. Lower, a flood's reads (whatever
-/// the socket holds, often less than half the buffer with many streams on one CPU) shrink it
-/// again and again: with 2 KiB, a flood cost 1.11–1.21× nginx's CPU per event against
-/// 0.77–1.10× with 4 KiB (`bench/run.sh`, flood phase, alternating runs).
-pub const READ_BUF_MIN: usize = 4 * 1024;
-/// The most one read takes (a flooding stream holds at most this much per read).
-pub const READ_BUF_MAX: usize = crate::net::client::READ_BUF_MAX;
 /// A request body in memory up to this size goes out in the head's write.
 const COALESCE_MAX: usize = 64 * 1024;
 
@@ -44,7 +37,7 @@ const COALESCE_MAX: usize = 64 * 1024;
 pub enum H1Error {
     #[error("{0}")]
     Head(#[from] HeadError),
-    #[error("{0}")]
+    #[error("the upstream's response body: {0}")]
     Body(#[from] DecodeError),
     #[error("{0}")]
     Upload(#[from] UploadError),
@@ -54,6 +47,7 @@ pub enum H1Error {
     ClosedBeforeHead,
 }
 
+/// A connection to the upstream: its stream, and what was read of it and not yet taken.
 pub struct Connection {
     io: Io,
     buf: BytesMut,
@@ -98,11 +92,11 @@ impl Connection {
         Poll::Ready(Ok(n))
     }
 
-    /// Writes all of `parts`, vectored.
-    async fn write_all(&mut self, parts: &mut VecDeque<Bytes>) -> io::Result<()> {
+    /// Writes all of `out`, vectored.
+    async fn write_all(&mut self, out: &mut Out) -> io::Result<()> {
         std::future::poll_fn(|cx| {
-            while !parts.is_empty() {
-                ready!(request::write_some(&mut self.io, parts, cx))?;
+            while !out.is_empty() {
+                ready!(write_some(&mut self.io, out, cx))?;
             }
             Pin::new(&mut self.io).poll_flush(cx)
         })
@@ -110,42 +104,35 @@ impl Connection {
     }
 }
 
-/// The size of the next read after one of `read` bytes into `size`: doubled after a full read,
-/// halved after one that used less than half, within [`READ_BUF_MIN`] (once above it) and
-/// [`READ_BUF_MAX`].
-pub(crate) fn next_read_size(size: usize, read: usize) -> usize {
-    if read >= size {
-        (size * 2).min(READ_BUF_MAX)
-    } else if read < size / 2 && size > READ_BUF_MIN {
-        (size / 2).max(READ_BUF_MIN)
-    } else {
-        size
-    }
-}
-
 /// A request that got no response head; `request` is back when nothing of it was written.
 pub struct NotSent {
     pub error: H1Error,
-    pub request: Option<Request<RequestBody>>,
+    pub request: Option<Request<Outgoing>>,
 }
 
 /// Sends `request` on `conn` and reads the response head; the connection then goes with the
 /// response body, which hands it back to `pool` when it ends cleanly.
 pub async fn send(
     mut conn: Box<Connection>,
-    request: Request<RequestBody>,
+    request: Request<Outgoing>,
     pool: &Arc<Pool>,
 ) -> Result<Response<H1Body>, NotSent> {
     let (mut parts, body) = request.into_parts();
-    let framing = request::frame(&mut parts, &body);
-    let mut out = VecDeque::from([request::encode_head(&parts).freeze()]);
+    let known = Known {
+        empty: body.is_end_stream(),
+        length: body.size_hint().exact(),
+    };
+    let framing = client::frame(&mut parts, known);
+    let mut out = Out::new(client::encode(&parts).freeze());
     let in_memory = match framing {
         Framing::Length(0) => Some(Bytes::new()),
         Framing::Length(n) if n <= COALESCE_MAX as u64 => body.in_memory(),
         _ => None,
     };
-    if let Some(data) = &in_memory {
-        out.extend((!data.is_empty()).then(|| data.clone()));
+    if let Some(data) = &in_memory
+        && !data.is_empty()
+    {
+        out.push(None, data.clone(), b"");
     }
     if let Err(error) = conn.write_all(&mut out).await {
         // Nothing of the body was taken: the request can go on another connection.
@@ -205,18 +192,9 @@ struct Exchange<'a> {
     searched: usize,
 }
 
-/// Whether `buf` has a blank line (`\n\n` or `\n\r\n`) that is not all in `buf[..searched]`.
-pub(crate) fn has_blank_line(buf: &[u8], searched: usize) -> bool {
-    let from = searched.saturating_sub(2).min(buf.len());
-    memchr::memchr_iter(b'\n', &buf[from..]).any(|at| {
-        let rest = &buf[from + at + 1..];
-        rest.starts_with(b"\n") || rest.starts_with(b"\r\n")
-    })
-}
-
 impl std::future::Future for Exchange<'_> {
     /// The final head, and whether the connection may be reused after its body.
-    type Output = Result<(head::Head, bool), H1Error>;
+    type Output = Result<(client::Head, bool), H1Error>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
@@ -240,10 +218,10 @@ impl std::future::Future for Exchange<'_> {
             // Parsed only once its blank line is in (a head dripped a byte at a time would be
             // parsed from its start at every byte).
             let buf = &this.conn.buf;
-            let complete = has_blank_line(buf, this.searched) || buf.len() >= head::MAX_HEAD_BYTES;
+            let complete = has_blank_line(buf, this.searched) || buf.len() >= MAX_HEAD_BYTES;
             this.searched = buf.len();
             let parsed = match complete {
-                true => head::parse(buf, this.method),
+                true => client::parse(buf, this.method),
                 false => Ok(Parsed::Partial),
             };
             match parsed {
@@ -389,45 +367,5 @@ impl Drop for H1Body {
         if let Some(conn) = self.conn.take() {
             self.pool.put(Idle::new(conn));
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{READ_BUF_FIRST, READ_BUF_MAX, READ_BUF_MIN, has_blank_line, next_read_size};
-
-    #[test]
-    fn reads_grow_when_full_and_shrink_no_lower_than_the_floor_once_grown() {
-        // A paced stream's small reads keep the first, smaller size.
-        assert_eq!(next_read_size(READ_BUF_FIRST, 200), READ_BUF_FIRST);
-        assert_eq!(
-            next_read_size(READ_BUF_FIRST, READ_BUF_FIRST),
-            2 * READ_BUF_FIRST
-        );
-        assert_eq!(next_read_size(16 * 1024, 1000), 8 * 1024);
-        assert_eq!(
-            next_read_size(READ_BUF_MIN, 10),
-            READ_BUF_MIN,
-            "the floor, once grown"
-        );
-        assert_eq!(next_read_size(READ_BUF_MAX, READ_BUF_MAX), READ_BUF_MAX);
-        assert_eq!(
-            next_read_size(8 * 1024, 5000),
-            8 * 1024,
-            "more than half used"
-        );
-    }
-
-    #[test]
-    fn a_blank_line_is_found_across_reads() {
-        let head = b"HTTP/1.1 200 OK\r\nx: y\r\n\r\n";
-        // Every way the head can have come in two reads finds the blank line only at its end.
-        for cut in 0..head.len() {
-            let first = has_blank_line(&head[..cut], 0);
-            assert!(!first, "{cut}");
-            assert!(has_blank_line(head, cut), "{cut}");
-        }
-        assert!(has_blank_line(b"HTTP/1.0 200 OK\n\n", 0));
-        assert!(!has_blank_line(b"HTTP/1.1 200 OK\r\nx: y\r\n", 0));
     }
 }

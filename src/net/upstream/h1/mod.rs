@@ -1,22 +1,19 @@
-//! HTTP/1.1 responses read by toolpulse itself (issue 28), without hyper's client: less CPU
-//! and memory per stream.
+//! HTTP/1.1 responses read by toolpulse itself, without hyper's client: less CPU and memory per
+//! stream.
 //!
-//! Both halves are sans-IO, plain functions and structs over the bytes read so far, so the
-//! connection code owns the buffer, the socket and the clock, and the parsing can be tested and
-//! fuzzed byte by byte:
+//! The bytes are parsed and framed with the sans-IO codec both roles share (`http1`, as a
+//! client: the response head and how its body is framed, the body decoded, the request head and
+//! chunks written); this folder holds the socket and the client's policy around it:
 //!
-//! - [`head`] parses the response head and decides how the body is framed (RFC 9112 §6.3);
-//! - [`decode`] takes the body apart as that framing says (Content-Length, chunked, or up to
-//!   the connection's close).
+//! - [`conn`] is the connection: the request written, the head and body read from one buffer,
+//!   the connection handed back to the pool;
+//! - `request` writes the request body as its framing says, while the response may already
+//!   be coming;
+//! - `io` is the byte stream, TCP or TLS, taken out of the connector's wrappers.
 //!
-//! [`conn`] is the connection around them: the request written, the head and body read from
-//! one buffer, the connection handed back to the pool.
-//!
-//! Both are at least as strict as hyper's HTTP/1 client, which fuzz target `h1` uses as their
+//! The codec is at least as strict as hyper's HTTP/1 client, which fuzz target `h1` uses as its
 //! oracle (`fuzz/checks.rs`).
 
 pub mod conn;
-pub mod decode;
-pub mod head;
 mod io;
 mod request;

@@ -1,15 +1,18 @@
-//! A response's bytes framed and not yet written (sans-IO): its head, then pieces — a chunk's
-//! size line, its data, its CRLF, or the last chunk — queued as the body gives frames and
-//! written together in one vectored write, as hyper's server queues them: a flood's frames go
-//! out in as few writes as the socket takes, a paced stream's one frame in one write.
+//! A message's bytes framed and not yet written, for either role: its head, then pieces — a
+//! chunk's size line ([`ChunkLine`], on the stack), its data, its CRLF, or the last chunk —
+//! queued as the body gives frames and written together in one vectored write, as hyper
+//! queues them: a flood's frames go out in as few writes as the socket takes, a paced stream's
+//! one frame in one write, and a chunk costs no allocation and no copy of its data.
 
 use std::collections::VecDeque;
 use std::io::IoSlice;
 
 use bytes::{Buf, Bytes};
-use http_body::Frame;
 
-use super::response::{ChunkLine, Framing};
+/// What follows a chunk's data.
+pub const CRLF: &[u8] = b"\r\n";
+/// The end of a chunked body (no trailers).
+pub const LAST_CHUNK: &[u8] = b"0\r\n\r\n";
 
 /// At most this many body frames wait to be written; the body is not polled for more.
 pub const MAX_PIECES: usize = 16;
@@ -18,6 +21,45 @@ pub const MAX_QUEUED_BYTES: usize = 64 * 1024;
 /// The most slices one write is given (three per piece, and the head).
 pub const MAX_SLICES: usize = 3 * MAX_PIECES + 1;
 
+/// A chunk's size line: the size in hex, CRLF, written into a buffer of its own rather than
+/// formatted into an allocation.
+#[derive(Debug, Clone)]
+pub struct ChunkLine {
+    bytes: [u8; 18],
+    /// Where the unwritten part starts.
+    start: usize,
+}
+
+impl ChunkLine {
+    pub fn new(size: usize) -> ChunkLine {
+        let mut bytes = [0u8; 18];
+        bytes[16] = b'\r';
+        bytes[17] = b'\n';
+        let mut start = 16;
+        let mut n = size;
+        loop {
+            start -= 1;
+            bytes[start] = b"0123456789abcdef"[n & 0xf];
+            n >>= 4;
+            if n == 0 {
+                break;
+            }
+        }
+        ChunkLine { bytes, start }
+    }
+
+    /// What is left to write of it.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.bytes[self.start..]
+    }
+
+    /// Drops its first `n` bytes (at most all of them), as written.
+    pub fn advance(&mut self, n: usize) {
+        self.start = (self.start + n).min(self.bytes.len());
+    }
+}
+
+/// A message's framed bytes not yet written: its head, then its body's pieces.
 #[derive(Default)]
 pub struct Out {
     head: Bytes,
@@ -28,8 +70,6 @@ pub struct Out {
 
 struct Piece {
     line: Option<ChunkLine>,
-    /// How much of `line` is written.
-    line_sent: usize,
     data: Bytes,
     tail: &'static [u8],
 }
@@ -54,12 +94,12 @@ impl Out {
     /// Queues a piece: an optional size line, data, then `tail` (a CRLF, or the last chunk).
     pub fn push(&mut self, line: Option<ChunkLine>, data: Bytes, tail: &'static [u8]) {
         self.queued += data.len();
-        self.pieces.push_back(Piece {
-            line,
-            line_sent: 0,
-            data,
-            tail,
-        });
+        self.pieces.push_back(Piece { line, data, tail });
+    }
+
+    /// Queues `data` as one chunk: its size line, the data, CRLF.
+    pub fn push_chunk(&mut self, data: Bytes) {
+        self.push(Some(ChunkLine::new(data.len())), data, CRLF);
     }
 
     /// Fills `slices` with what is to be written next, in order; how many it filled.
@@ -74,7 +114,7 @@ impl Out {
         add(&self.head);
         for piece in &self.pieces {
             if let Some(line) = &piece.line {
-                add(&line.as_bytes()[piece.line_sent..]);
+                add(line.as_bytes());
             }
             add(&piece.data);
             add(piece.tail);
@@ -91,10 +131,10 @@ impl Out {
             let Some(piece) = self.pieces.front_mut() else {
                 break;
             };
-            if let Some(line) = &piece.line {
-                let left = line.as_bytes().len() - piece.line_sent;
+            if let Some(line) = &mut piece.line {
+                let left = line.as_bytes().len();
                 let taken = n.min(left);
-                piece.line_sent += taken;
+                line.advance(taken);
                 n -= taken;
                 if taken < left {
                     break;
@@ -119,40 +159,12 @@ impl Out {
     }
 }
 
-/// Frames one body frame into `out`; a `Content-Length` body's excess is dropped.
-pub fn take(frame: Frame<Bytes>, out: &mut Out, framing: Framing, remaining: &mut u64) {
-    let Ok(mut data) = frame.into_data() else {
-        // Trailers: the last chunk goes without them.
-        return;
-    };
-    if data.is_empty() {
-        return;
-    }
-    match framing {
-        Framing::Chunked => out.push(Some(ChunkLine::new(data.len())), data, b"\r\n"),
-        Framing::Length(_) => {
-            let owed = usize::try_from(*remaining).unwrap_or(usize::MAX);
-            if data.len() > owed {
-                tracing::debug!("response body longer than its Content-Length: cut");
-                data.truncate(owed);
-            }
-            *remaining -= data.len() as u64;
-            if !data.is_empty() {
-                out.push(None, data, b"");
-            }
-        }
-        Framing::Close => out.push(None, data, b""),
-        Framing::Nothing => {}
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn chunked(out: &mut Out, data: &'static str) {
-        let line = ChunkLine::new(data.len());
-        out.push(Some(line), Bytes::from_static(data.as_bytes()), b"\r\n");
+        out.push_chunk(Bytes::from_static(data.as_bytes()));
     }
 
     fn pending(out: &Out) -> Vec<u8> {
@@ -162,13 +174,27 @@ mod tests {
     }
 
     #[test]
+    fn chunk_lines_are_hex() {
+        assert_eq!(ChunkLine::new(0).as_bytes(), b"0\r\n");
+        assert_eq!(ChunkLine::new(255).as_bytes(), b"ff\r\n");
+        assert_eq!(ChunkLine::new(65536).as_bytes(), b"10000\r\n");
+        let max = format!("{:x}\r\n", usize::MAX);
+        assert_eq!(ChunkLine::new(usize::MAX).as_bytes(), max.as_bytes());
+        let mut line = ChunkLine::new(0x1f);
+        line.advance(1);
+        assert_eq!(line.as_bytes(), b"f\r\n");
+        line.advance(10);
+        assert_eq!(line.as_bytes(), b"");
+    }
+
+    #[test]
     fn written_in_any_steps_the_bytes_are_the_framing_in_order() {
         let whole = b"HTTP/1.1 200 OK\r\n\r\n3\r\nabc\r\n1\r\nd\r\n0\r\n\r\n";
         for step in 1..=whole.len() {
             let mut out = Out::new(Bytes::from_static(b"HTTP/1.1 200 OK\r\n\r\n"));
             chunked(&mut out, "abc");
             chunked(&mut out, "d");
-            out.push(None, Bytes::new(), b"0\r\n\r\n");
+            out.push(None, Bytes::new(), LAST_CHUNK);
             assert_eq!(pending(&out), whole);
             let mut written = Vec::new();
             while !out.is_empty() {
