@@ -1285,11 +1285,27 @@ fn known_now(sources: &BTreeMap<String, String>, tree: &Tree) -> String {
         }
         writeln!(out, "];").expect("a String");
     };
-    let closing = |graph: &Graph| circles(graph).into_iter().map(|c| c.closing).collect();
-    pairs(&mut out, "KNOWN_FILE_CIRCLES", closing(&file_graph(tree)));
+    // The entries that still close a circle stay, so that a list changes only where the
+    // graph did; a circle they leave gets the edge that closes it.
+    let closing = |graph: &Graph, known: &[(&str, &str)]| {
+        let mut kept: Vec<(String, String)> = known
+            .iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .filter(|k| graph.contains_key(k) && on_circle(graph, &k.0, &k.1))
+            .collect();
+        let mut rest = graph.clone();
+        for k in &kept {
+            rest.remove(k);
+        }
+        kept.extend(circles(&rest).into_iter().map(|c| c.closing));
+        kept
+    };
+    let files = closing(&file_graph(tree), KNOWN.file_circles);
+    pairs(&mut out, "KNOWN_FILE_CIRCLES", files);
     let mut folders = folder_graph(tree, 1);
     folders.extend(folder_graph(tree, 2));
-    pairs(&mut out, "KNOWN_FOLDER_CIRCLES", closing(&folders));
+    let folders = closing(&folders, KNOWN.folder_circles);
+    pairs(&mut out, "KNOWN_FOLDER_CIRCLES", folders);
     let layers = layer_violations(tree).unwrap_or_default();
     pairs(&mut out, "KNOWN_LAYER_EDGES", layers.into_keys().collect());
     writeln!(out, "const KNOWN_OVER_SIZE: &[&str] = &[").expect("a String");
