@@ -18,6 +18,7 @@ use hyper_util::server::conn::auto;
 use tokio::net::{TcpListener, TcpStream};
 
 use super::budget::Listener;
+use crate::metrics::{ConnectionClose, Listener as Served};
 use crate::net::listen::activity::Activity;
 use crate::net::listen::slots::{Admit, Slots};
 use crate::net::listen::{self, Shutdown};
@@ -73,7 +74,7 @@ pub async fn serve(
             tracing::debug!(%error, "could not set TCP_NODELAY");
         }
         let activity = Activity::new(Instant::now());
-        let Some(slot) = admit(&slots, &activity, proxy.metrics(), "proxy") else {
+        let Some(slot) = admit(&slots, &activity, proxy.metrics(), Served::Proxy) else {
             proxy.metrics().connections_rejected.inc();
             tokio::spawn(reject(stream));
             continue;
@@ -95,8 +96,9 @@ pub async fn serve(
                     tracing::debug!(%error, %peer, "client connection ended with an error");
                 }
                 if let Some(closed) = closed {
-                    tracing::debug!(%peer, reason = closed.as_str(), "client connection closed");
-                    metrics.connection_closed("proxy", closed.as_str());
+                    let reason = closed.reason();
+                    tracing::debug!(%peer, reason = reason.as_str(), "client connection closed");
+                    metrics.connection_closed(Served::Proxy, reason);
                 }
             }
             metrics.connections_active.dec();
@@ -110,13 +112,13 @@ pub(crate) fn admit(
     slots: &Arc<Slots>,
     activity: &Arc<Activity>,
     metrics: &crate::metrics::Metrics,
-    listener: &'static str,
+    listener: Served,
 ) -> Option<crate::net::listen::slots::Slot> {
     match slots.admit(activity) {
         Admit::Refused => None,
         Admit::Taken(slot) => Some(slot),
         Admit::Evicted(slot) => {
-            metrics.connection_closed(listener, "evicted");
+            metrics.connection_closed(listener, ConnectionClose::Evicted);
             Some(slot)
         }
     }

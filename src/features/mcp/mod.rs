@@ -32,7 +32,7 @@ use tokio_util::sync::CancellationToken;
 use crate::config::{BearerToken, ClientLimits, Config, McpConfig};
 use crate::features::progress::ProgressHub;
 use crate::features::telemetry::Telemetry;
-use crate::metrics::Metrics;
+use crate::metrics::{McpOutcome, Metrics};
 use crate::net::budget::{BodyBudget, Listener};
 use crate::net::client;
 use body::McpBody;
@@ -142,7 +142,7 @@ impl Front {
             crate::net::listen::host_problem(request.version(), request.headers())
         {
             log.status = 400;
-            log.outcome = "invalid_host";
+            log.outcome = McpOutcome::InvalidHost;
             return reply::error(StatusCode::BAD_REQUEST, "invalid_host", problem, None);
         }
         if path == endpoint::PATH {
@@ -158,7 +158,7 @@ impl Front {
             })
         {
             log.status = 401;
-            log.outcome = "invalid_token";
+            log.outcome = McpOutcome::InvalidToken;
             let message =
                 format!("{TOKEN_HEADER}: <[progress] token> is required ([mcp] require_token)");
             return reply::error(StatusCode::UNAUTHORIZED, "invalid_token", &message, None);
@@ -180,7 +180,7 @@ impl Front {
 
 fn not_found(path: &str, mut log: McpLog) -> Response<McpBody> {
     log.status = 404;
-    log.outcome = "not_found";
+    log.outcome = McpOutcome::NotFound;
     let message = format!(
         "no MCP server is configured at {}: use /<[[mcp.servers]] name> or POST {}",
         path.chars().take(64).collect::<String>(),

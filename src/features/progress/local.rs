@@ -29,7 +29,7 @@ use super::inbox::{Inbox, Put};
 use super::{BindingId, Delivery, McpToolCall, PostFuture, Progress, ProgressHub, Target, TraceId};
 
 mod matching;
-use matching::{Found, Rule, expire, find, remember_closed, was_closed};
+use matching::{Found, MatchBy, expire, find, remember_closed, was_closed};
 
 /// MCP calls followed at once (bound or waiting); past it, new ones are left unbound.
 pub const MAX_BINDINGS: usize = 4096;
@@ -59,7 +59,7 @@ enum Binding {
     },
     Waiting {
         call: McpToolCall,
-        rule: Rule,
+        by: MatchBy,
         until: Instant,
         newest: Option<Progress>,
     },
@@ -184,7 +184,7 @@ fn bind_waiting(state: &mut State, now: Instant) {
         waiting.sort_unstable();
         for id in waiting {
             let Some(Binding::Waiting {
-                call, until, rule, ..
+                call, until, by, ..
             }) = state.bindings.get(&id)
             else {
                 continue;
@@ -197,7 +197,7 @@ fn bind_waiting(state: &mut State, now: Instant) {
                 &call.function_name,
                 Some(&call.arguments),
                 call.trace_id,
-                *rule,
+                *by,
             );
             let decided = match found {
                 Found::One(stream, call_id) => Binding::Bound { stream, call_id },
@@ -252,16 +252,16 @@ impl LocalHub {
     }
 
     fn bind_at(&self, call: McpToolCall, now: Instant) -> BindingId {
-        self.bind_with(call, Rule::TraceOrArguments, now)
+        self.bind_with(call, MatchBy::TraceOrArguments, now)
     }
 
     /// Binds `call` by its trace id only (never by name and arguments): what a replica may
     /// decide alone while the bus is out of reach. Without a trace id it stays unbound.
     pub fn bind_exact(&self, call: McpToolCall) -> BindingId {
-        self.bind_with(call, Rule::TraceOnly, Instant::now())
+        self.bind_with(call, MatchBy::TraceOnly, Instant::now())
     }
 
-    fn bind_with(&self, call: McpToolCall, rule: Rule, now: Instant) -> BindingId {
+    fn bind_with(&self, call: McpToolCall, by: MatchBy, now: Instant) -> BindingId {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let mut state = self.state();
         expire(&mut state, now);
@@ -273,7 +273,7 @@ impl LocalHub {
             &call.function_name,
             Some(&call.arguments),
             call.trace_id,
-            rule,
+            by,
         );
         let binding = match found {
             Found::One(stream, call_id) => Binding::Bound { stream, call_id },
@@ -281,12 +281,12 @@ impl LocalHub {
             Found::None if was_closed(&state, &call.function_name, Some(&call.arguments)) => {
                 Binding::Refused(Delivery::Late)
             }
-            Found::None if rule == Rule::TraceOnly && call.trace_id.is_none() => {
+            Found::None if by == MatchBy::TraceOnly && call.trace_id.is_none() => {
                 Binding::Refused(Delivery::Unmatched)
             }
             Found::None => Binding::Waiting {
                 call,
-                rule,
+                by,
                 until: now + self.bind_window,
                 newest: None,
             },
@@ -321,7 +321,7 @@ impl LocalHub {
                     name,
                     arguments.as_ref(),
                     None,
-                    Rule::TraceOrArguments,
+                    MatchBy::TraceOrArguments,
                 );
                 (found, Some(name), arguments.as_ref())
             }

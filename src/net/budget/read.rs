@@ -11,6 +11,7 @@ use http_body_util::BodyExt;
 use tokio::time::Instant;
 
 use super::{BodyBudget, Held, Limit, Paced};
+use crate::metrics::BodyRefusal;
 use crate::net::listen::ClientBody;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -38,13 +39,13 @@ pub enum ReadError {
 
 impl ReadError {
     /// The `reason` label of `toolpulse_request_bodies_refused_total`.
-    pub fn reason(&self) -> &'static str {
+    pub fn reason(&self) -> BodyRefusal {
         match self {
-            ReadError::Client(_) => "unreadable",
-            ReadError::Timeout(_) => "timeout",
-            ReadError::OverBudget => "budget",
-            ReadError::OverPeerShare => "peer_share",
-            ReadError::OverConnectionShare => "connection_share",
+            ReadError::Client(_) => BodyRefusal::Unreadable,
+            ReadError::Timeout(_) => BodyRefusal::Timeout,
+            ReadError::OverBudget => BodyRefusal::Budget,
+            ReadError::OverPeerShare => BodyRefusal::PeerShare,
+            ReadError::OverConnectionShare => BodyRefusal::ConnectionShare,
         }
     }
 

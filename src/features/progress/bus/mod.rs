@@ -32,7 +32,7 @@ use tokio::sync::Semaphore;
 use super::local::LocalHub;
 use super::{BindingId, Delivery, McpToolCall, PostFuture, Progress, ProgressHub, Target};
 use crate::config::BusConfig;
-use crate::metrics::Metrics;
+use crate::metrics::{BusOp, Metrics, ProgressSource};
 use bindings::{Bindings, Decision, Route, State};
 use keys::{MAX_MESSAGE_BYTES, Message, Owner, args_digest, replica_channel, trace_hex};
 use link::Link;
@@ -137,7 +137,9 @@ impl Shared {
             .arg(trace_hex(call.trace_id))
             .arg(window_ms);
         let mut conn = link.conn();
-        let reply: Option<Vec<String>> = link.run("bind", invocation.invoke_async(&mut conn)).await;
+        let reply: Option<Vec<String>> = link
+            .run(BusOp::Bind, invocation.invoke_async(&mut conn))
+            .await;
         let decision = match reply.as_deref().and_then(Lookup::read) {
             Some(Lookup::One(owner)) => Decision::One(owner),
             Some(Lookup::Ambiguous) => Decision::Ambiguous,
@@ -176,7 +178,7 @@ impl Shared {
                 if self.outbox.put(id, &owner, report) {
                     return Delivery::Delivered;
                 }
-                self.link.count_error("publish", 1);
+                self.link.count_error(BusOp::Publish, 1);
                 Delivery::Unmatched
             }
             Route::Local(local) => self.local.progress(local, report),
@@ -203,7 +205,9 @@ impl Shared {
             }
         };
         let mut conn = link.conn();
-        let reply: Option<Vec<String>> = link.run("find", invocation.invoke_async(&mut conn)).await;
+        let reply: Option<Vec<String>> = link
+            .run(BusOp::Find, invocation.invoke_async(&mut conn))
+            .await;
         match reply.as_deref().and_then(Lookup::read) {
             Some(Lookup::One(owner)) if owner.replica == link.replica => {
                 self.local.deliver(owner.stream, &owner.call_id, report)
@@ -222,7 +226,7 @@ impl Shared {
         let payload = Message::progress(owner, report).encode();
         if payload.len() > MAX_MESSAGE_BYTES {
             // The owner's subscriber would drop it: not sent, and counted as not delivered.
-            link.count_error("publish_oversize", 1);
+            link.count_error(BusOp::PublishOversize, 1);
             return Delivery::Unmatched;
         }
         let mut command = redis::cmd("PUBLISH");
@@ -231,7 +235,7 @@ impl Shared {
             .arg(payload);
         let mut conn = link.conn();
         match link
-            .run("publish", command.query_async::<u64>(&mut conn))
+            .run(BusOp::Publish, command.query_async::<u64>(&mut conn))
             .await
         {
             Some(listeners) if listeners > 0 => Delivery::Delivered,
@@ -257,7 +261,9 @@ impl Shared {
                     message,
                 };
                 let delivery = self.local.deliver(stream, &call, report);
-                self.link.metrics.progress("bus", delivery);
+                self.link
+                    .metrics
+                    .progress(ProgressSource::Bus, delivery.into(), 1);
             }
             Some(Message::One { binding, to }) => {
                 if let (Some(binding), Some(owner)) = (id(&binding), Owner::parse(&to)) {
@@ -283,7 +289,7 @@ impl ProgressHub for BusHub {
             return BindingId(id);
         }
         let Ok(permit) = shared.lookups.clone().try_acquire_owned() else {
-            shared.link.count_error("bind", 1);
+            shared.link.count_error(BusOp::Bind, 1);
             shared.bind_locally(id, call);
             return BindingId(id);
         };

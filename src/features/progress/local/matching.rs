@@ -17,7 +17,7 @@ pub(super) enum Found {
 
 /// How a binding may match.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Rule {
+pub(super) enum MatchBy {
     /// By trace id, else by name and arguments under the ambiguity rule (the normal rule).
     TraceOrArguments,
     /// By trace id only: a replica that cannot reach the bus cannot apply the ambiguity rule
@@ -31,7 +31,7 @@ pub(super) fn find(
     name: &str,
     arguments: Option<&Value>,
     trace: Option<TraceId>,
-    rule: Rule,
+    by: MatchBy,
 ) -> Found {
     let matches =
         |c: &OpenCall| c.name == name && arguments.is_none_or(|a| c.arguments.as_ref() == Some(a));
@@ -66,7 +66,7 @@ pub(super) fn find(
             return Found::One(stream, call.call_id.clone());
         }
     }
-    if rule == Rule::TraceOnly {
+    if by == MatchBy::TraceOnly {
         return Found::None;
     }
     let mut found = Found::None;
