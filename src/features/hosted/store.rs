@@ -1,7 +1,7 @@
 //! The store of the gateway's pairs behind hosted items, for the next turn: keyed by the hosted
 //! item's whole (verified) id, bounded by entries, bytes and age, each pair bound to the caller
 //! that made it ([`Owner`]). [`MemoryStore`] keeps one replica's pairs (the progress bus's
-//! Redis can keep them for every replica, `super::shared`).
+//! Redis can keep them for every replica: the shared store, built on this one).
 //!
 //! Invariants:
 //! - a pair is handed only to a request of its owner; to anyone else it is

@@ -12,8 +12,8 @@ use http::{HeaderValue, Method, Request, Response, StatusCode, header};
 use http_body_util::{BodyExt, Limited};
 use serde_json::{Map, Value, json};
 
-use super::Front;
 use super::body::McpBody;
+use super::front::Front;
 use super::log::McpLog;
 use super::reply;
 use crate::features::progress::{Delivery, Progress, Target};

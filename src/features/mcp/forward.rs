@@ -15,10 +15,10 @@ use http::request::Parts;
 use http::{HeaderValue, Method, Request, Response, StatusCode, Uri, header};
 use http_body::Frame;
 
-use super::Front;
 use super::answer::Answer;
 use super::body::McpBody;
 use super::calls::{Calls, MAX_CALLS_PER_REQUEST, Share};
+use super::front::Front;
 use super::jsonrpc;
 use super::log::McpLog;
 use super::reply;

@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 
 use tokio::net::TcpListener;
 
-use super::Front;
 use super::calls::Share;
+use super::front::Front;
 use crate::metrics::Listener;
 use crate::net::listen::activity::Activity;
 use crate::net::listen::slots::Slots;

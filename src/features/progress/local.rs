@@ -18,7 +18,6 @@
 //! is out of reach the bus falls back to the exact matches only ([`LocalHub::bind_exact`],
 //! [`LocalHub::post_exact`]): a replica alone cannot see an identical call open elsewhere.
 
-use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -29,52 +28,13 @@ use super::inbox::{Inbox, Put};
 use super::{BindingId, Delivery, McpToolCall, PostFuture, Progress, ProgressHub, Target, TraceId};
 
 mod matching;
-use matching::{Found, MatchBy, expire, find, remember_closed, was_closed};
+mod state;
+use matching::{Found, expire, find, remember_closed, was_closed};
+pub use state::MAX_RECENTLY_CLOSED;
+use state::{Binding, MatchBy, OpenCall, State, Stream};
 
 /// MCP calls followed at once (bound or waiting); past it, new ones are left unbound.
 pub const MAX_BINDINGS: usize = 4096;
-/// Closed calls remembered, to tell a late report from an unmatched one.
-pub const MAX_RECENTLY_CLOSED: usize = 256;
-
-#[derive(Debug, Clone)]
-struct OpenCall {
-    call_id: String,
-    name: String,
-    /// The function_call's arguments, when they are JSON.
-    arguments: Option<Value>,
-}
-
-#[derive(Debug)]
-struct Stream {
-    trace_id: Option<TraceId>,
-    inbox: Arc<Inbox>,
-    calls: Vec<OpenCall>,
-}
-
-#[derive(Debug)]
-enum Binding {
-    Bound {
-        stream: u64,
-        call_id: String,
-    },
-    Waiting {
-        call: McpToolCall,
-        by: MatchBy,
-        until: Instant,
-        newest: Option<Progress>,
-    },
-    /// Decided: no delivery (ambiguous, late, or the wait ran out).
-    Refused(Delivery),
-}
-
-#[derive(Debug, Default)]
-struct State {
-    streams: HashMap<u64, Stream>,
-    bindings: HashMap<u64, Binding>,
-    /// (name, arguments) of calls that closed lately.
-    closed: VecDeque<(String, Option<Value>)>,
-}
-
 /// Told of every call that opens or closes in this process's streams. Called on the stream's
 /// task, outside the registry's lock: it must not block (the bus queues and returns).
 pub trait Observer: Send + Sync + 'static {

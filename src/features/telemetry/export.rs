@@ -64,8 +64,8 @@ impl SpanProcessor for Queue {
         }
     }
 
-    /// Flushing is asynchronous ([`super::Telemetry::flush`]): blocking here could stall the
-    /// runtime thread the caller is on.
+    /// Flushing is asynchronous (the telemetry's own `flush`, which drains this queue):
+    /// blocking here could stall the runtime thread the caller is on.
     fn force_flush(&self) -> OTelSdkResult {
         Ok(())
     }

@@ -8,9 +8,9 @@ use std::time::Duration;
 use futures_util::StreamExt;
 use redis::aio::{PubSubSink, PubSubStream};
 
-use super::Shared;
 use super::keys::replica_channel;
 use super::link::{BACKOFF_MAX, BACKOFF_MIN, CONNECT_TIMEOUT, OP_TIMEOUT};
+use super::shared::Shared;
 use crate::metrics::BusOp;
 
 /// How often the subscribed connection is checked with a `PING`.

@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use serde_json::Value;
 
-use super::{Binding, MAX_RECENTLY_CLOSED, OpenCall, State};
+use super::state::{Binding, MAX_RECENTLY_CLOSED, MatchBy, OpenCall, State};
 use crate::features::progress::{Delivery, TraceId};
 
 /// What a match found.
@@ -13,16 +13,6 @@ pub(super) enum Found {
     One(u64, String),
     Ambiguous,
     None,
-}
-
-/// How a binding may match.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum MatchBy {
-    /// By trace id, else by name and arguments under the ambiguity rule (the normal rule).
-    TraceOrArguments,
-    /// By trace id only: a replica that cannot reach the bus cannot apply the ambiguity rule
-    /// across replicas, so it delivers only what is exact.
-    TraceOnly,
 }
 
 /// The open call `name`/`arguments` (and `trace`) means, under the ambiguity rule.
