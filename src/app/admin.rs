@@ -16,7 +16,7 @@ use http_body_util::Full;
 use tokio::net::{TcpListener, TcpStream};
 
 use crate::config::ClientLimits;
-use crate::metrics::Metrics;
+use crate::metrics::{ConnectionClose, Listener, Metrics};
 use crate::net::listen::activity::Activity;
 use crate::net::listen::slots::{Admit, Slots};
 use crate::net::listen::{self, Shutdown};
@@ -117,7 +117,9 @@ pub async fn serve(
             Admit::Evicted(slot) => (slot, true),
         };
         if evicted {
-            admin.metrics.connection_closed("admin", "evicted");
+            admin
+                .metrics
+                .connection_closed(Listener::Admin, ConnectionClose::Evicted);
         }
         let (admin, builder, limits) = (admin.clone(), builder.clone(), limits.clone());
         let watch = connections.clone();
@@ -131,7 +133,7 @@ pub async fn serve(
                 return;
             };
             if let Some(closed) = closed {
-                metrics.connection_closed("admin", closed.as_str());
+                metrics.connection_closed(Listener::Admin, closed.reason());
             }
         });
     }

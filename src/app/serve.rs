@@ -25,7 +25,7 @@ use crate::features::progress::ProgressHub;
 use crate::features::progress::bus::BusHub;
 use crate::features::progress::local::LocalHub;
 use crate::features::telemetry::Telemetry;
-use crate::metrics::Outcome;
+use crate::metrics::Reload;
 use crate::{net::server, proxy::Proxy};
 
 /// How long the spans still queued at exit may take to reach the collector.
@@ -235,10 +235,7 @@ fn reload(proxy: &Proxy, path: Option<&PathBuf>, overrides: &Overrides) {
             tracing::info!(path = %path.display(), "config reloaded; new streams use it");
         }
         Err(error) => {
-            let label = Outcome {
-                outcome: "rejected",
-            };
-            proxy.metrics().config_reloads.get_or_create(&label).inc();
+            proxy.metrics().config_reload(Reload::Rejected);
             // One line: a multi-line entry breaks log pipelines that take a line per entry.
             let error = error.one_line();
             tracing::error!(%error, "config reload rejected; the running config stays");

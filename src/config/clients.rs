@@ -1,5 +1,5 @@
 //! The `[clients]` section: what every client connection of the proxy, MCP and admin listeners
-//! gets, so that no client holds a connection or memory for long (see [`crate::net::listen`]).
+//! gets, so that no client holds a connection or memory for long (the listeners apply it).
 //!
 //! ```toml
 //! [clients]
@@ -22,6 +22,8 @@ use std::time::Duration;
 
 use serde::Deserialize;
 use toml::Spanned;
+
+use super::error::{ConfigError, Invalid};
 
 pub const DEFAULT_HEAD_TIMEOUT_MS: u64 = 30_000;
 pub const DEFAULT_BODY_TIMEOUT_MS: u64 = 60_000;
@@ -131,12 +133,7 @@ impl Default for RawClients {
     }
 }
 
-type Invalid<'a> = &'a dyn Fn(String, std::ops::Range<usize>, String) -> super::ConfigError;
-
-pub(super) fn clients(
-    raw: &RawClients,
-    invalid: Invalid<'_>,
-) -> Result<ClientLimits, super::ConfigError> {
+pub(super) fn clients(raw: &RawClients, invalid: Invalid<'_>) -> Result<ClientLimits, ConfigError> {
     let at_least =
         |name: &str, value: u64, span: std::ops::Range<usize>, min: u64| match value < min {
             true => Err(invalid(

@@ -16,6 +16,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use toml::Spanned;
 
+use super::error::{ConfigError, Invalid};
 use crate::features::hosted::id::Key;
 
 /// The environment variable that gives the key when the file does not.
@@ -86,8 +87,8 @@ impl Default for RawHosted {
 pub(super) fn hosted(
     raw: &RawHosted,
     env_key: Option<&str>,
-    invalid: &dyn Fn(String, std::ops::Range<usize>, String) -> super::ConfigError,
-) -> Result<HostedConfig, super::ConfigError> {
+    invalid: Invalid,
+) -> Result<HostedConfig, ConfigError> {
     let key = match (&raw.key, env_key) {
         (Some(key), _) => Some((key.get_ref().as_str(), key.span())),
         (None, Some(key)) => Some((key, 0..0)),

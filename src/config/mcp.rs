@@ -1,7 +1,7 @@
 //! The `[mcp]` and `[progress]` sections: the MCP front's listener, the MCP servers behind it,
-//! and how progress from tools is accepted and paced. Validated here so `mod.rs` stays about the
-//! rewriting core. The one cross-section rule: an MCP listener beyond loopback needs a token,
-//! since `/v1/progress` on it would otherwise let anyone who reaches it write into users' streams.
+//! and how progress from tools is accepted and paced. The one cross-section rule: an MCP
+//! listener beyond loopback needs a token, since `/v1/progress` on it would otherwise let anyone
+//! who reaches it write into users' streams.
 
 use std::fmt;
 use std::net::SocketAddr;
@@ -12,7 +12,8 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use super::bus::{self, BusConfig, DEFAULT_BUS_PREFIX, REDIS_URL_ENV, RedisUrl};
-use super::{ConfigError, parse_upstream};
+use super::error::{ConfigError, Invalid};
+use super::proxy::parse_upstream;
 
 pub const DEFAULT_MCP_LISTEN: &str = "127.0.0.1:8090";
 pub const DEFAULT_CALL_NAME: &str = "{tool}";
@@ -25,7 +26,7 @@ pub const PROGRESS_TOKEN_ENV: &str = "TOOLPULSE_PROGRESS_TOKEN";
 /// A shorter bearer token is too easy to guess.
 pub const MIN_TOKEN_CHARS: usize = 16;
 
-/// The `[mcp]` section. Present (`Some` in [`super::Config::mcp`]) when the MCP listener runs:
+/// The `[mcp]` section. Present (`Some` in the config's `mcp`) when the MCP listener runs:
 /// when at least one server is configured or `[mcp] listen` is given.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct McpConfig {
@@ -151,9 +152,6 @@ impl Default for RawProgress {
         }
     }
 }
-
-/// Builds a config error for `key` at the byte span of the file's text.
-pub(super) type Invalid<'a> = &'a dyn Fn(String, std::ops::Range<usize>, String) -> ConfigError;
 
 /// Validates `[progress]`; `env_token` is [`PROGRESS_TOKEN_ENV`]'s value, used when the file
 /// names no token.

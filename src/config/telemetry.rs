@@ -14,8 +14,7 @@ use http::{HeaderName, HeaderValue, Uri};
 use serde::Deserialize;
 use toml::Spanned;
 
-use super::ConfigError;
-use super::mcp::Invalid;
+use super::error::{ConfigError, Invalid};
 
 pub const DEFAULT_SERVICE_NAME: &str = "toolpulse";
 /// The OTLP/HTTP path of the traces signal, appended to a base endpoint (OTLP spec, "Endpoint

@@ -25,7 +25,7 @@ use tokio::net::{TcpListener, TcpStream};
 
 use super::budget::{BodyBudget, Listener};
 use crate::config::Config;
-use crate::metrics::Metrics;
+use crate::metrics::{ConnectionClose, Listener as Served, Metrics};
 use crate::net::listen::activity::Activity;
 use crate::net::listen::slots::{Admit, Slot, Slots};
 use crate::net::listen::{self, ClientBody, Shutdown};
@@ -109,7 +109,7 @@ pub async fn serve<S: Service>(
             tracing::debug!(%error, "could not set TCP_NODELAY");
         }
         let activity = Activity::new(Instant::now());
-        let Some(slot) = admit(&slots, &activity, service.metrics(), "proxy") else {
+        let Some(slot) = admit(&slots, &activity, service.metrics(), Served::Proxy) else {
             service.metrics().connections_rejected.inc();
             tokio::spawn(reject(stream));
             continue;
@@ -131,8 +131,9 @@ pub async fn serve<S: Service>(
                     tracing::debug!(%error, %peer, "client connection ended with an error");
                 }
                 if let Some(closed) = closed {
-                    tracing::debug!(%peer, reason = closed.as_str(), "client connection closed");
-                    metrics.connection_closed("proxy", closed.as_str());
+                    let reason = closed.reason();
+                    tracing::debug!(%peer, reason = reason.as_str(), "client connection closed");
+                    metrics.connection_closed(Served::Proxy, reason);
                 }
             }
             metrics.connections_active.dec();
@@ -146,13 +147,13 @@ pub(crate) fn admit(
     slots: &Arc<Slots>,
     activity: &Arc<Activity>,
     metrics: &Metrics,
-    listener: &'static str,
+    listener: Served,
 ) -> Option<Slot> {
     match slots.admit(activity) {
         Admit::Refused => None,
         Admit::Taken(slot) => Some(slot),
         Admit::Evicted(slot) => {
-            metrics.connection_closed(listener, "evicted");
+            metrics.connection_closed(listener, ConnectionClose::Evicted);
             Some(slot)
         }
     }

@@ -24,7 +24,7 @@ use crate::features::hosted::shared::Pairs;
 use crate::features::hosted::store::{Pair, Tenant};
 use crate::features::progress::local::StreamHandle;
 use crate::features::unconfigured::{self, Reported};
-use crate::metrics::EventType;
+use crate::metrics::{UpstreamCause, labels};
 use crate::net::drain::Watch;
 use crate::net::upstream::UpstreamBody;
 use crate::net::upstream::body::BoxError;
@@ -232,7 +232,7 @@ impl RewriteBody {
                     }
                 }
                 Observation::Injected(kind) => {
-                    let label = EventType { r#type: kind };
+                    let label = labels::EventsInjected { r#type: kind };
                     log.metrics().events_injected.get_or_create(&label).inc();
                 }
                 Observation::CallFinished {
@@ -374,7 +374,9 @@ impl Body for RewriteBody {
                 Poll::Ready(None) => return this.end(StreamEnd::Completed),
                 Poll::Ready(Some(Err(error))) => {
                     tracing::warn!(%error, "upstream stream broke; closing open tool calls");
-                    this.log.metrics().upstream_error("broken_stream");
+                    this.log
+                        .metrics()
+                        .upstream_error(UpstreamCause::BrokenStream);
                     return this.end(StreamEnd::UpstreamError);
                 }
                 Poll::Ready(Some(Ok(frame))) => {

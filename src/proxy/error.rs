@@ -6,6 +6,7 @@ use http::{HeaderValue, Response, StatusCode, header};
 use serde_json::json;
 
 use super::body::ProxyBody;
+use crate::metrics::UpstreamCause;
 
 /// Whose fault an error is, and how the client is told.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,11 +36,11 @@ impl ProxyError {
     }
 
     /// The cause label of `toolpulse_upstream_errors_total`.
-    pub fn cause(self) -> &'static str {
+    pub fn cause(self) -> UpstreamCause {
         match self {
-            ProxyError::Unreachable => "unreachable",
-            ProxyError::HeaderTimeout => "header_timeout",
-            ProxyError::Upstream => "error",
+            ProxyError::Unreachable => UpstreamCause::Unreachable,
+            ProxyError::HeaderTimeout => UpstreamCause::HeaderTimeout,
+            ProxyError::Upstream => UpstreamCause::Error,
         }
     }
 

@@ -9,31 +9,10 @@ use http::Method;
 
 use crate::core::rewrite::Stats;
 use crate::features::telemetry::{RequestEnd, RequestSpan};
-use crate::metrics::{Metrics, Outcome, Response};
+use crate::metrics::{Metrics, ProgressOutcome, ProgressSource, Response, labels};
 
-/// How a rewritten stream ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StreamEnd {
-    /// The upstream finished its body.
-    Completed,
-    /// The upstream connection broke mid-stream.
-    UpstreamError,
-    /// The client went away first.
-    ClientGone,
-    /// Ended by the proxy when the drain timeout ran out.
-    Drained,
-}
-
-impl StreamEnd {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            StreamEnd::Completed => "completed",
-            StreamEnd::UpstreamError => "upstream_error",
-            StreamEnd::ClientGone => "client_gone",
-            StreamEnd::Drained => "drained",
-        }
-    }
-}
+/// How a rewritten stream ended: the metric's words are the log's.
+pub use crate::metrics::StreamEnd;
 
 pub struct RequestLog {
     metrics: Arc<Metrics>,
@@ -41,8 +20,7 @@ pub struct RequestLog {
     path: String,
     started: Instant,
     pub status: u16,
-    /// `rewritten`, `passthrough`, `proxy_error` or `invalid_request`.
-    pub response: &'static str,
+    pub response: Response,
     pub upstream_latency: Option<Duration>,
     /// The URL the upstream answered 404 (scheme, authority, path; never the query): a wrong
     /// path prefix in the upstream URL shows as a 404 whose cause the client's path hides.
@@ -63,7 +41,7 @@ impl RequestLog {
             path,
             started: Instant::now(),
             status: 0,
-            response: "proxy_error",
+            response: Response::ProxyError,
             upstream_latency: None,
             not_found: None,
             bytes_out: 0,
@@ -83,26 +61,23 @@ impl RequestLog {
 impl Drop for RequestLog {
     fn drop(&mut self) {
         let m = &self.metrics;
-        m.requests
-            .get_or_create(&Response {
-                response: self.response,
-            })
-            .inc();
+        let response = labels::Requests {
+            response: self.response,
+        };
+        m.requests.get_or_create(&response).inc();
         m.bytes_out.inc_by(self.bytes_out);
         let duration_ms = self.started.elapsed().as_millis() as u64;
         let upstream_ms = self.upstream_latency.map(|d| d.as_millis() as u64);
         let (end, stats) = match self.stream {
             Some((end, stats)) => {
                 m.streams
-                    .get_or_create(&Outcome {
-                        outcome: end.as_str(),
-                    })
+                    .get_or_create(&labels::Streams { outcome: end })
                     .inc();
                 m.streams_active.dec();
                 m.events_uninterpreted
                     .inc_by(stats.unreadable + stats.oversize_events);
                 for (rule, n) in stats.violations.broken() {
-                    let rule = crate::metrics::Rule {
+                    let rule = labels::UpstreamViolations {
                         rule: rule.as_str(),
                     };
                     m.upstream_violations.get_or_create(&rule).inc_by(n);
@@ -118,14 +93,9 @@ impl Drop for RequestLog {
                 }
                 untracked(m, &stats, &self.path);
                 // Reports a newer one replaced before they reached the client.
-                let coalesced = crate::metrics::SourceOutcome {
-                    source: "stream",
-                    outcome: "coalesced",
-                };
                 if stats.progress_coalesced > 0 {
-                    m.progress
-                        .get_or_create(&coalesced)
-                        .inc_by(stats.progress_coalesced);
+                    let (source, coalesced) = (ProgressSource::Stream, ProgressOutcome::Coalesced);
+                    m.progress(source, coalesced, stats.progress_coalesced);
                 }
                 (Some(end.as_str()), stats)
             }
@@ -135,7 +105,7 @@ impl Drop for RequestLog {
             method = %self.method,
             path = %self.path,
             status = self.status,
-            response = self.response,
+            response = self.response.as_str(),
             upstream_url = self.not_found.as_deref().map(tracing::field::display),
             upstream_ms,
             duration_ms,
@@ -150,7 +120,7 @@ impl Drop for RequestLog {
         if let Some(span) = self.span.take() {
             span.end(&RequestEnd {
                 status: self.status,
-                response: self.response,
+                response: self.response.as_str(),
                 stream: self.stream.map(|(end, stats)| (end.as_str(), stats)),
                 bytes_out: self.bytes_out,
             });
@@ -165,7 +135,7 @@ fn untracked(m: &crate::metrics::Metrics, stats: &Stats, path: &str) {
     let untracked = stats.untracked;
     for (reason, n) in untracked.by_reason() {
         if n > 0 {
-            let reason = crate::metrics::Reason { reason };
+            let reason = labels::Untracked { reason };
             m.tool_calls_untracked.get_or_create(&reason).inc_by(n);
         }
     }

@@ -33,7 +33,7 @@ use crate::features::progress::Traceparent;
 use crate::features::progress::local::LocalHub;
 use crate::features::telemetry::Telemetry;
 use crate::features::unconfigured;
-use crate::metrics::{Metrics, Outcome};
+use crate::metrics::{self, Metrics, Reload};
 use body::ProxyBody;
 use error::ProxyError;
 use log::RequestLog;
@@ -190,10 +190,7 @@ impl Proxy {
         }
         *current = Arc::new(new);
         self.unconfigured.forget();
-        self.metrics
-            .config_reloads
-            .get_or_create(&Outcome { outcome: "applied" })
-            .inc();
+        self.metrics.config_reload(Reload::Applied);
     }
 
     /// Ends every stream still running: open calls get their terminal events, bodies end.
@@ -215,7 +212,7 @@ impl Proxy {
         let mut log = RequestLog::new(self.metrics.clone(), head.method.clone(), path.clone());
         if let Some(problem) = crate::net::listen::host_problem(head.version, &head.headers) {
             log.status = 400;
-            log.response = "invalid_request";
+            log.response = metrics::Response::InvalidRequest;
             let response = error::invalid_request("invalid_host", problem);
             return response.map(|body| body.with_log(log));
         }
@@ -223,7 +220,7 @@ impl Proxy {
             Ok(path) => path,
             Err(response) => {
                 log.status = response.status().as_u16();
-                log.response = "invalid_request";
+                log.response = metrics::Response::InvalidRequest;
                 return (*response).map(|body| body.with_log(log));
             }
         };
@@ -244,7 +241,7 @@ impl Proxy {
                     Ok(picked) => Some(picked),
                     Err(message) => {
                         log.status = 400;
-                        log.response = "invalid_request";
+                        log.response = metrics::Response::InvalidRequest;
                         let message = format!("{PROFILES_HEADER}: {message}");
                         let response = error::invalid_request("invalid_profiles", &message);
                         return response.map(|body| body.with_log(log));
@@ -337,11 +334,11 @@ impl Proxy {
             let facts = (&facts.client_functions[..], tenant);
             match self.present_json(&mut head, body, &config, facts).await {
                 Ok(body) => {
-                    log.response = "presented";
+                    log.response = metrics::Response::Presented;
                     return Response::from_parts(head, body.with_log(log));
                 }
                 Err(body) => {
-                    log.response = "passthrough";
+                    log.response = metrics::Response::Passthrough;
                     return Response::from_parts(head, ProxyBody::passthrough(body, log));
                 }
             }
@@ -352,7 +349,7 @@ impl Proxy {
                     "compressed event stream from upstream: forwarded without tool events"
                 );
             }
-            log.response = "passthrough";
+            log.response = metrics::Response::Passthrough;
             return Response::from_parts(head, ProxyBody::passthrough(body, log));
         }
         headers::prepare_rewritten_response(&mut head.headers);
@@ -378,7 +375,7 @@ impl Proxy {
         {
             rewriter = rewriter.with_output_observations();
         }
-        log.response = "rewritten";
+        log.response = metrics::Response::Rewritten;
         self.metrics.streams_active.inc();
         let drain = self.end_streams.watch();
         let sinks = body::Sinks {
@@ -483,11 +480,12 @@ impl Proxy {
             PrepareError::Hosted(refusal) => (400, refusal.code()),
         };
         if let PrepareError::Read(read) = error {
-            self.metrics.request_body_refused("proxy", read.reason());
+            self.metrics
+                .request_body_refused(metrics::Listener::Proxy, read.reason());
         }
         tracing::info!(code, "request body refused");
         log.status = status;
-        log.response = "invalid_request";
+        log.response = metrics::Response::InvalidRequest;
         let status = http::StatusCode::from_u16(status).expect("a valid status");
         let response = error::refused(status, code, &error.to_string());
         response.map(|body| body.with_log(log))

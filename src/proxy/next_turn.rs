@@ -76,7 +76,9 @@ impl Mapping<'_> {
             );
             body = Some(mended);
         }
-        metrics.hosted_mapped(&mapped);
+        for (mapping, n) in mapped.by_mapping() {
+            metrics.hosted_mapped(mapping, n);
+        }
         log_mapped(&mapped);
         Ok(body)
     }

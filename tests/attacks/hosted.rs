@@ -21,7 +21,7 @@ use bytes::Bytes;
 use http_body_util::Full;
 use serde_json::{Value, json};
 use toolpulse::Config;
-use toolpulse::metrics::HostedReason;
+use toolpulse::metrics::{HostedRefusal, labels};
 use toolpulse::proxy::Proxy;
 
 use crate::common::gateway::{Gateway, Recorded, Reply};
@@ -174,8 +174,8 @@ fn error_of(answer: &[u8]) -> (String, String) {
     (text(&v["error"]["code"]), text(&v["error"]["message"]))
 }
 
-fn refusals(proxy: &Proxy, reason: &'static str) -> u64 {
-    let label = HostedReason { reason };
+fn refusals(proxy: &Proxy, reason: HostedRefusal) -> u64 {
+    let label = labels::HostedRefusals { reason };
     proxy.metrics().hosted_refusals.get_or_create(&label).get()
 }
 
@@ -208,7 +208,7 @@ async fn references_that_would_map_past_the_bound_are_refused_before_the_gateway
         gateway.requests_before_marker(proxy).await.is_empty(),
         "the gateway got nothing"
     );
-    assert_eq!(refusals(&handle, "too_large"), 1);
+    assert_eq!(refusals(&handle, HostedRefusal::TooLarge), 1);
     assert_eq!(handle.body_budget().held(), 0, "nothing held after");
 }
 
@@ -250,7 +250,7 @@ async fn an_id_maps_only_for_the_caller_that_made_it() {
         );
     }
     assert!(gateway.requests_before_marker(proxy).await.is_empty());
-    assert_eq!(refusals(&handle, "another_caller"), 2);
+    assert_eq!(refusals(&handle, HostedRefusal::AnotherCaller), 2);
     // The full item maps from its own content for anyone: it holds nothing they did not send.
     let mut forged = items[0].clone();
     forged["output"] = "what mallory says".into();
@@ -275,7 +275,7 @@ async fn an_id_maps_only_for_the_caller_that_made_it() {
         (status, error_of(&answer).0.as_str()),
         (400, "hosted_item_unavailable")
     );
-    assert_eq!(refusals(&handle, "unverified"), 1);
+    assert_eq!(refusals(&handle, HostedRefusal::Unverified), 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -304,7 +304,7 @@ async fn one_callers_large_outputs_do_not_evict_anothers_pairs() {
     let (code, message) = error_of(&answer);
     assert_eq!(code, "hosted_item_unavailable");
     assert!(message.contains("evicted"), "{message}");
-    assert_eq!(refusals(&handle, "evicted"), 1);
+    assert_eq!(refusals(&handle, HostedRefusal::Evicted), 1);
     let (status, _) = post_json(proxy, mallory, next_turn(vec![reference(&his[17])])).await;
     assert_eq!(status, 200, "his newest is kept");
 }
@@ -534,7 +534,7 @@ async fn ambiguous_or_unreadable_bodies_holding_hosted_ids_are_refused() {
         assert_eq!((status, error_of(&answer).0.as_str()), (400, code));
     }
     assert!(gateway.requests_before_marker(proxy).await.is_empty());
-    assert_eq!(refusals(&handle, "ambiguous"), 2);
+    assert_eq!(refusals(&handle, HostedRefusal::Ambiguous), 2);
     // An id written with escapes in a body over the read limit is found all the same.
     let escaped = format!("\\u0074{}", &id[1..]);
     let filler = "x".repeat(5 << 20);

@@ -5,6 +5,7 @@
 
 use super::store::Gone;
 use crate::core::dialect::request::TooLarge;
+use crate::metrics::HostedRefusal;
 
 /// Why a hosted item of the input has no pair to stand for it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -16,10 +17,10 @@ pub enum Unmapped {
 
 impl Unmapped {
     /// The `reason` label of `toolpulse_hosted_refusals_total`.
-    pub fn reason(self) -> &'static str {
+    pub fn reason(self) -> HostedRefusal {
         match self {
             Unmapped::Gone(gone) => gone.reason(),
-            Unmapped::Unverified => "unverified",
+            Unmapped::Unverified => HostedRefusal::Unverified,
         }
     }
 
@@ -89,12 +90,12 @@ impl Refusal {
     }
 
     /// The `reason` label of `toolpulse_hosted_refusals_total`.
-    pub fn reason(&self) -> &'static str {
+    pub fn reason(&self) -> HostedRefusal {
         match self {
-            Refusal::TooLarge { .. } => "too_large",
+            Refusal::TooLarge { .. } => HostedRefusal::TooLarge,
             Refusal::Unavailable { why, .. } => why.reason(),
-            Refusal::Ambiguous { .. } => "ambiguous",
-            Refusal::Unreadable => "unreadable",
+            Refusal::Ambiguous { .. } => HostedRefusal::Ambiguous,
+            Refusal::Unreadable => HostedRefusal::Unreadable,
         }
     }
 }

@@ -17,6 +17,7 @@ use crate::core::dialect::request::{
     COMPANION_TYPES, ItemHead, Replace, Rewritten, is_object, repeated_key, rewrite_input,
 };
 use crate::core::profiles::openai::COMPANION_PREFIX;
+use crate::metrics::Mapping;
 
 /// What the text of an output that could not be kept says.
 pub const LOST_OUTPUT: &str = "(toolpulse: this tool result is no longer available)";
@@ -36,6 +37,15 @@ pub struct Mapped {
 impl Mapped {
     pub fn any(&self) -> bool {
         *self != Mapped::default()
+    }
+
+    /// The counts by the `outcome` label of `toolpulse_hosted_mappings_total`.
+    pub fn by_mapping(&self) -> [(Mapping, u64); 3] {
+        [
+            (Mapping::Store, self.from_store),
+            (Mapping::Content, self.from_content),
+            (Mapping::CompanionRemoved, self.companions),
+        ]
     }
 }
 
@@ -307,12 +317,12 @@ mod tests {
         ] {
             found.0.insert(ours.clone(), Err(gone));
             let refusal = map(&reference(&ours), &found).expect_err("refused");
-            assert_eq!(refusal.reason(), reason);
+            assert_eq!(refusal.reason().as_str(), reason);
             assert_eq!(refusal.code(), "hosted_item_unavailable");
             assert!(refusal.to_string().contains(&ours), "{refusal}");
         }
         let refusal = map(&reference(&theirs), &found).expect_err("refused");
-        assert_eq!(refusal.reason(), "unverified");
+        assert_eq!(refusal.reason().as_str(), "unverified");
         // A full item whose id does not verify maps from its content, with the call id it
         // carries, and never from the store.
         found.0.insert(
@@ -386,7 +396,7 @@ mod tests {
         );
         let item = format!(r#"{{"input":[{{"type":"mcp_call","id":"{id}","id":"mcp_1"}}]}}"#);
         assert_eq!(
-            map(&item, &found).expect_err("ambiguous").reason(),
+            map(&item, &found).expect_err("ambiguous").reason().as_str(),
             "ambiguous"
         );
         let plain = r#"{"input":"a","input":"b"}"#;
@@ -397,7 +407,10 @@ mod tests {
         );
         let escaped = twice.replacen("tph_", "\\u0074ph_", 1);
         assert_eq!(
-            map(&escaped, &found).expect_err("ambiguous").reason(),
+            map(&escaped, &found)
+                .expect_err("ambiguous")
+                .reason()
+                .as_str(),
             "ambiguous"
         );
         let lenient = format!("\u{feff}{}", twice.replacen(r#","input":"hi""#, "", 1));

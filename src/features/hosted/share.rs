@@ -1,5 +1,5 @@
 //! What each caller and each response holds of the pair store, so that past its share one
-//! evicts its own oldest pairs, not another's ([`super::store`]). A [`Ledger`] counts entries
+//! evicts its own oldest pairs, not another's (the pair store's). A [`Ledger`] counts entries
 //! and bytes per key and keeps the key's ids in the order they were put; ids removed by other
 //! means (the store's own eviction, a put again) are skipped when their turn comes, and the
 //! order is compacted so that it never holds more than twice the key's live ids (plus a few).

@@ -27,6 +27,7 @@ use tokio::sync::Notify;
 use super::id::{Key, Owner};
 use super::store::{Gone, MemoryStore, Pair, Tenant};
 use crate::features::progress::bus::link::Link;
+use crate::metrics::BusOp;
 
 /// Pairs waiting for the writer; beyond it they are kept in memory only.
 pub const MAX_QUEUED_PAIRS: usize = 4096;
@@ -191,7 +192,7 @@ impl Shared {
         let mut queue = self.lock();
         if queue.pairs.len() >= MAX_QUEUED_PAIRS || queue.bytes + bytes > MAX_QUEUED_BYTES {
             drop(queue);
-            self.link.count_error("hosted_put", 1);
+            self.link.count_error(BusOp::HostedPut, 1);
             return;
         }
         queue.bytes += bytes;
@@ -225,7 +226,7 @@ impl Shared {
                 continue;
             }
             if !self.link.is_up() {
-                self.link.count_error("hosted_put", batch.len() as u64);
+                self.link.count_error(BusOp::HostedPut, batch.len() as u64);
                 continue;
             }
             let mut pipe = redis::pipe();
@@ -245,7 +246,7 @@ impl Shared {
             }
             let mut conn = self.link.conn();
             self.link
-                .run("hosted_put", pipe.query_async::<()>(&mut conn))
+                .run(BusOp::HostedPut, pipe.query_async::<()>(&mut conn))
                 .await;
         }
     }
@@ -264,7 +265,7 @@ impl Shared {
         }
         let mut conn = self.link.conn();
         let get = command.query_async::<Vec<Option<Vec<u8>>>>(&mut conn);
-        let Some(values) = self.link.run("hosted_get", get).await else {
+        let Some(values) = self.link.run(BusOp::HostedGet, get).await else {
             return Vec::new();
         };
         let mut missing = Vec::new();

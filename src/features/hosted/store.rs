@@ -1,7 +1,7 @@
 //! The store of the gateway's pairs behind hosted items, for the next turn: keyed by the hosted
 //! item's whole (verified) id, bounded by entries, bytes and age, each pair bound to the caller
 //! that made it ([`Owner`]). [`MemoryStore`] keeps one replica's pairs (the progress bus's
-//! Redis can keep them for every replica, `super::shared`).
+//! Redis can keep them for every replica: the shared store, built on this one).
 //!
 //! Invariants:
 //! - a pair is handed only to a request of its owner; to anyone else it is
@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 
 use super::id::Owner;
 use super::share::{HasPutTime, Ledger, Share};
+use crate::metrics::HostedRefusal;
 
 /// An owner's part of the store (entries and bytes): a quarter.
 pub const OWNER_SHARE: Share = Share(4);
@@ -94,12 +95,12 @@ pub enum Gone {
 
 impl Gone {
     /// The `reason` label of `toolpulse_hosted_refusals_total`.
-    pub fn reason(self) -> &'static str {
+    pub fn reason(self) -> HostedRefusal {
         match self {
-            Gone::Expired => "expired",
-            Gone::Evicted => "evicted",
-            Gone::AnotherCaller => "another_caller",
-            Gone::NotKept => "not_kept",
+            Gone::Expired => HostedRefusal::Expired,
+            Gone::Evicted => HostedRefusal::Evicted,
+            Gone::AnotherCaller => HostedRefusal::AnotherCaller,
+            Gone::NotKept => HostedRefusal::NotKept,
         }
     }
 }

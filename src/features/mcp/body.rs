@@ -18,6 +18,7 @@ use tokio_util::sync::WaitForCancellationFutureOwned;
 use super::answer::Answer;
 use super::calls::Calls;
 use super::log::McpLog;
+use crate::metrics::McpOutcome;
 
 type Polled = Poll<Option<Result<Frame<Bytes>, hyper::Error>>>;
 
@@ -66,7 +67,7 @@ impl McpBody {
 
 impl Forwarded {
     /// The answer is over: its calls are released, the rest of the bytes go out.
-    fn end(&mut self, outcome: &'static str) -> Polled {
+    fn end(&mut self, outcome: McpOutcome) -> Polled {
         self.done = true;
         self.log.outcome = outcome;
         let mut calls = self.calls.take();
@@ -92,15 +93,15 @@ impl Forwarded {
                 return Poll::Ready(None);
             }
             if self.ending.as_mut().poll(cx).is_ready() {
-                return self.end("ended");
+                return self.end(McpOutcome::Ended);
             }
             let frame = match Pin::new(&mut self.upstream).poll_frame(cx) {
                 Poll::Pending => return Poll::Pending,
-                Poll::Ready(None) => return self.end("answered"),
+                Poll::Ready(None) => return self.end(McpOutcome::Answered),
                 Poll::Ready(Some(Err(error))) => {
                     tracing::warn!(%error, "MCP server's answer broke; passing the break on");
                     self.done = true;
-                    self.log.outcome = "broken";
+                    self.log.outcome = McpOutcome::Broken;
                     self.calls = None;
                     return Poll::Ready(Some(Err(error)));
                 }

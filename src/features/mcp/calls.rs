@@ -20,7 +20,7 @@ use serde_json::Value;
 
 use super::jsonrpc::{Token, ToolCall};
 use crate::features::progress::{BindingId, McpToolCall, Progress, ProgressHub, TraceId};
-use crate::metrics::Metrics;
+use crate::metrics::{Metrics, ProgressSource, Unfollowed};
 
 /// MCP calls followed at once by one front; further calls are forwarded without a token of
 /// toolpulse's and without progress.
@@ -199,7 +199,7 @@ impl Calls {
             .and_then(TraceId::from_traceparent)
             .or(header_trace);
         if !self.share.take() {
-            self.metrics.mcp_unfollowed("connection_share", 1);
+            self.metrics.mcp_unfollowed(Unfollowed::ConnectionShare, 1);
             return;
         }
         let binding = self.hub.bind(McpToolCall {
@@ -211,7 +211,7 @@ impl Calls {
         if !self.registry.insert(key.clone(), binding) {
             self.hub.release(binding);
             self.share.give_back();
-            self.metrics.mcp_unfollowed("registry_full", 1);
+            self.metrics.mcp_unfollowed(Unfollowed::RegistryFull, 1);
             return;
         }
         if let Key::Ours(token) = &key {
@@ -241,7 +241,8 @@ impl Calls {
         };
         if let Some(binding) = binding {
             let delivery = self.hub.progress(binding, progress);
-            self.metrics.progress("mcp", delivery);
+            self.metrics
+                .progress(ProgressSource::Mcp, delivery.into(), 1);
         }
         match key {
             Key::Ours(_) => Seen::Consumed,

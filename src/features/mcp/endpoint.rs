@@ -12,11 +12,12 @@ use http::{HeaderValue, Method, Request, Response, StatusCode, header};
 use http_body_util::{BodyExt, Limited};
 use serde_json::{Map, Value, json};
 
-use super::Front;
 use super::body::McpBody;
+use super::front::Front;
 use super::log::McpLog;
 use super::reply;
 use crate::features::progress::{Delivery, Progress, Target};
+use crate::metrics::{McpOutcome, ProgressSource};
 
 pub const PATH: &str = "/v1/progress";
 pub const MAX_BODY_BYTES: usize = 16 * 1024;
@@ -36,11 +37,11 @@ pub async fn answer(
     let (status, response) = respond(front, request).await;
     log.status = status.as_u16();
     log.outcome = match status.as_u16() {
-        202 => "delivered",
-        401 => "unauthorized",
-        404 => "unmatched",
-        409 => "ambiguous",
-        _ => "rejected",
+        202 => McpOutcome::Delivered,
+        401 => McpOutcome::Unauthorized,
+        404 => McpOutcome::Unmatched,
+        409 => McpOutcome::Ambiguous,
+        _ => McpOutcome::Rejected,
     };
     response
 }
@@ -106,7 +107,9 @@ async fn respond(front: &Front, request: Request<ClientBody>) -> (StatusCode, Re
         }
     };
     let delivery = front.hub.post(target, progress).await;
-    front.metrics.progress("http", delivery);
+    front
+        .metrics
+        .progress(ProgressSource::Http, delivery.into(), 1);
     match delivery {
         Delivery::Delivered | Delivery::Waiting => {
             let status = StatusCode::ACCEPTED;

@@ -15,16 +15,17 @@ use http::request::Parts;
 use http::{HeaderValue, Method, Request, Response, StatusCode, Uri, header};
 use http_body::Frame;
 
-use super::Front;
 use super::answer::Answer;
 use super::body::McpBody;
 use super::calls::{Calls, MAX_CALLS_PER_REQUEST, Share};
+use super::front::Front;
 use super::jsonrpc;
 use super::log::McpLog;
 use super::reply;
 use crate::config::McpServer;
 use crate::features::progress::{TraceId, Traceparent};
 use crate::features::telemetry::mcp::McpRequest;
+use crate::metrics::{Listener, McpOutcome, Unfollowed};
 use crate::net::budget::{self, BodyBudget, Paced, ReadError};
 use crate::net::headers;
 use crate::net::upstream::Outgoing;
@@ -111,9 +112,9 @@ pub async fn forward(
                 return refuse_body(front, &failure, log);
             }
             let (outcome, code) = if error.is_connect() {
-                ("unreachable", "upstream_unreachable")
+                (McpOutcome::Unreachable, "upstream_unreachable")
             } else {
-                ("upstream_error", "upstream_error")
+                (McpOutcome::UpstreamError, "upstream_error")
             };
             log.outcome = outcome;
             log.status = 502;
@@ -122,7 +123,7 @@ pub async fn forward(
             return reply::error(StatusCode::BAD_GATEWAY, code, &message, None);
         }
         Err(_) => {
-            log.outcome = "timeout";
+            log.outcome = McpOutcome::Timeout;
             log.status = 504;
             let message = format!(
                 "MCP server {} sent no response headers within {} ms",
@@ -158,19 +159,25 @@ pub async fn forward(
 /// gateway's side: 400 (unreadable), 408 (too slow), 503 (over the body budget or a share).
 fn refuse_body(front: &Front, error: &ReadError, mut log: McpLog) -> Response<McpBody> {
     let (status, code, outcome) = match error {
-        ReadError::Client(_) => (StatusCode::BAD_REQUEST, "unreadable_body", "client_gone"),
+        ReadError::Client(_) => (
+            StatusCode::BAD_REQUEST,
+            "unreadable_body",
+            McpOutcome::ClientGone,
+        ),
         ReadError::Timeout(_) => (
             StatusCode::REQUEST_TIMEOUT,
             "request_body_timeout",
-            "body_timeout",
+            McpOutcome::BodyTimeout,
         ),
         ReadError::OverBudget | ReadError::OverPeerShare | ReadError::OverConnectionShare => (
             StatusCode::SERVICE_UNAVAILABLE,
             "request_bodies_over_budget",
-            "over_budget",
+            McpOutcome::OverBudget,
         ),
     };
-    front.metrics.request_body_refused("mcp", error.reason());
+    front
+        .metrics
+        .request_body_refused(Listener::Mcp, error.reason());
     log.status = status.as_u16();
     log.outcome = outcome;
     reply::error(status, code, &error.to_string(), None)
@@ -219,11 +226,11 @@ async fn read_calls(
     let prepared = jsonrpc::prepare(&whole, max_calls, super::token::new);
     if prepared.skipped > 0 {
         let cause = if share_room < MAX_CALLS_PER_REQUEST.min(registry_room) {
-            "connection_share"
+            Unfollowed::ConnectionShare
         } else if registry_room < MAX_CALLS_PER_REQUEST {
-            "registry_full"
+            Unfollowed::RegistryFull
         } else {
-            "request_share"
+            Unfollowed::RequestShare
         };
         let metrics = &front.metrics;
         metrics.mcp_unfollowed(cause, prepared.skipped as u64);

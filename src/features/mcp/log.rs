@@ -8,7 +8,7 @@ use std::time::Instant;
 use http::Method;
 
 use crate::features::telemetry::mcp::McpSpan;
-use crate::metrics::{Metrics, ServerOutcome};
+use crate::metrics::{McpOutcome, Metrics, labels};
 
 pub struct McpLog {
     metrics: Arc<Metrics>,
@@ -22,9 +22,9 @@ pub struct McpLog {
     /// `tools/call` requests whose progress is followed.
     pub calls: usize,
     pub status: u16,
-    /// How it ended: `answered`, `client_gone`, `broken`, `ended` (drain), `unreachable`,
-    /// `timeout`, `upstream_error`, `not_found`, or a `/v1/progress` answer.
-    pub outcome: &'static str,
+    /// How it ended: answered, the client gone, broken, ended (drain), unreachable, timed
+    /// out, an upstream error, not found, or a `/v1/progress` answer.
+    pub outcome: McpOutcome,
     pub bytes_out: u64,
     /// The request's client span, when tracing is on and the gateway traced the request.
     pub span: Option<McpSpan>,
@@ -41,7 +41,7 @@ impl McpLog {
             rpc: Vec::new(),
             calls: 0,
             status: 0,
-            outcome: "client_gone",
+            outcome: McpOutcome::ClientGone,
             bytes_out: 0,
             span: None,
         }
@@ -54,7 +54,7 @@ const MAX_LOGGED_PATH_CHARS: usize = 128;
 impl Drop for McpLog {
     fn drop(&mut self) {
         if let Some(server) = &self.server {
-            let label = ServerOutcome {
+            let label = labels::McpRequests {
                 server: server.clone(),
                 outcome: self.outcome,
             };
@@ -67,7 +67,7 @@ impl Drop for McpLog {
             rpc = ?self.rpc,
             calls = self.calls,
             status = self.status,
-            outcome = self.outcome,
+            outcome = self.outcome.as_str(),
             bytes_out = self.bytes_out,
             duration_ms = self.started.elapsed().as_millis() as u64,
             "mcp request"

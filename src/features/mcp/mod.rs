@@ -15,6 +15,7 @@ pub mod body;
 pub mod calls;
 pub mod endpoint;
 pub mod forward;
+pub mod front;
 pub mod jsonrpc;
 pub mod log;
 pub mod reply;
@@ -23,110 +24,22 @@ pub mod token;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
 
 use crate::net::listen::ClientBody;
 use http::{Request, Response, StatusCode};
-use tokio_util::sync::CancellationToken;
 
-use crate::config::{BearerToken, ClientLimits, Config, McpConfig};
-use crate::features::progress::ProgressHub;
-use crate::features::telemetry::Telemetry;
-use crate::metrics::Metrics;
-use crate::net::budget::{BodyBudget, Listener};
-use crate::net::client;
+use crate::metrics::McpOutcome;
+use crate::net::budget::BodyBudget;
 use body::McpBody;
-use calls::{Calls, Registry, Share};
+use calls::Share;
+pub use front::Front;
 use log::McpLog;
 
 /// The header that carries `[progress] token` on the MCP paths when `[mcp] require_token` is
 /// set (the gateway's `Authorization` belongs to the MCP server). Removed before forwarding.
 pub const TOKEN_HEADER: &str = "x-toolpulse-token";
 
-/// Shared state of the MCP listener.
-pub struct Front {
-    config: McpConfig,
-    clients: ClientLimits,
-    /// Request bodies read whole, held at once (the proxy's, when they run together).
-    body_budget: BodyBudget,
-    progress_token: Option<BearerToken>,
-    client: client::HyperClient,
-    header_timeout: Duration,
-    hub: Arc<dyn ProgressHub>,
-    registry: Arc<Registry>,
-    metrics: Arc<Metrics>,
-    /// Cancelled when toolpulse stops accepting: GET streams end.
-    stop_streams: CancellationToken,
-    /// Cancelled when the drain time has run out: every answer ends.
-    end_streams: CancellationToken,
-    /// Client spans for traced requests, when `[telemetry]` names a collector.
-    telemetry: Option<Arc<Telemetry>>,
-}
-
 impl Front {
-    /// The front of `config`'s `[mcp]` section; `None` when its listener does not run. The
-    /// upstream client follows `[proxy]` (connect and header timeouts, `upstream_ca`).
-    pub fn new(
-        config: &Config,
-        hub: Arc<dyn ProgressHub>,
-        metrics: Arc<Metrics>,
-    ) -> anyhow::Result<Option<Front>> {
-        let Some(mcp) = &config.mcp else {
-            return Ok(None);
-        };
-        Ok(Some(Front {
-            config: mcp.clone(),
-            clients: config.clients.clone(),
-            body_budget: BodyBudget::new(&config.clients),
-            progress_token: config.progress.token.clone(),
-            client: client::build(&config.proxy)?,
-            header_timeout: config.proxy.header_timeout,
-            hub,
-            registry: Arc::default(),
-            metrics,
-            stop_streams: CancellationToken::new(),
-            end_streams: CancellationToken::new(),
-            telemetry: None,
-        }))
-    }
-
-    /// Holds the bodies it reads within `budget` (the proxy's: one budget per process).
-    pub fn with_body_budget(mut self, budget: BodyBudget) -> Self {
-        self.body_budget = budget;
-        self
-    }
-
-    /// Traces forwarded requests the gateway traced, as client spans.
-    pub fn with_telemetry(mut self, telemetry: Arc<Telemetry>) -> Self {
-        self.telemetry = Some(telemetry);
-        self
-    }
-
-    pub fn listen(&self) -> SocketAddr {
-        self.config.listen
-    }
-
-    pub fn metrics(&self) -> &Arc<Metrics> {
-        &self.metrics
-    }
-
-    fn calls(&self, server: &str, session: Option<String>, share: &Arc<Share>) -> Calls {
-        let (hub, registry) = (self.hub.clone(), self.registry.clone());
-        Calls::new(
-            hub,
-            registry,
-            share.clone(),
-            self.metrics.clone(),
-            server.to_string(),
-            session,
-        )
-    }
-
-    /// The budget as one connection from `peer` draws on it.
-    pub fn connection_budget(&self, peer: SocketAddr) -> BodyBudget {
-        self.body_budget.connection(Listener::Mcp, peer.ip())
-    }
-
     /// Answers one request on the MCP listener; `share` is its connection's share of the calls
     /// followed, `budget` its connection's budget of bodies ([`Front::connection_budget`]).
     pub async fn handle(
@@ -142,7 +55,7 @@ impl Front {
             crate::net::listen::host_problem(request.version(), request.headers())
         {
             log.status = 400;
-            log.outcome = "invalid_host";
+            log.outcome = McpOutcome::InvalidHost;
             return reply::error(StatusCode::BAD_REQUEST, "invalid_host", problem, None);
         }
         if path == endpoint::PATH {
@@ -158,7 +71,7 @@ impl Front {
             })
         {
             log.status = 401;
-            log.outcome = "invalid_token";
+            log.outcome = McpOutcome::InvalidToken;
             let message =
                 format!("{TOKEN_HEADER}: <[progress] token> is required ([mcp] require_token)");
             return reply::error(StatusCode::UNAUTHORIZED, "invalid_token", &message, None);
@@ -180,7 +93,7 @@ impl Front {
 
 fn not_found(path: &str, mut log: McpLog) -> Response<McpBody> {
     log.status = 404;
-    log.outcome = "not_found";
+    log.outcome = McpOutcome::NotFound;
     let message = format!(
         "no MCP server is configured at {}: use /<[[mcp.servers]] name> or POST {}",
         path.chars().take(64).collect::<String>(),

@@ -12,8 +12,9 @@ use std::time::{Duration, Instant};
 
 use tokio::net::TcpListener;
 
-use super::Front;
 use super::calls::Share;
+use super::front::Front;
+use crate::metrics::Listener;
 use crate::net::listen::activity::Activity;
 use crate::net::listen::slots::Slots;
 use crate::net::listen::{self, Shutdown};
@@ -63,7 +64,7 @@ pub async fn serve(
             tracing::debug!(%error, "could not set TCP_NODELAY");
         }
         let activity = Activity::new(Instant::now());
-        let Some(slot) = admit(&slots, &activity, &front.metrics, "mcp") else {
+        let Some(slot) = admit(&slots, &activity, &front.metrics, Listener::Mcp) else {
             front.metrics.mcp_connections_rejected.inc();
             tokio::spawn(reject(stream));
             continue;
@@ -87,7 +88,7 @@ pub async fn serve(
                 tracing::debug!(%error, %peer, "MCP connection ended with an error");
             }
             if let Some(closed) = closed {
-                metrics.connection_closed("mcp", closed.as_str());
+                metrics.connection_closed(Listener::Mcp, closed.reason());
             }
         });
     }

@@ -18,7 +18,6 @@
 //! is out of reach the bus falls back to the exact matches only ([`LocalHub::bind_exact`],
 //! [`LocalHub::post_exact`]): a replica alone cannot see an identical call open elsewhere.
 
-use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -29,52 +28,13 @@ use super::inbox::{Inbox, Put};
 use super::{BindingId, Delivery, McpToolCall, PostFuture, Progress, ProgressHub, Target, TraceId};
 
 mod matching;
-use matching::{Found, Rule, expire, find, remember_closed, was_closed};
+mod state;
+use matching::{Found, expire, find, remember_closed, was_closed};
+pub use state::MAX_RECENTLY_CLOSED;
+use state::{Binding, MatchBy, OpenCall, State, Stream};
 
 /// MCP calls followed at once (bound or waiting); past it, new ones are left unbound.
 pub const MAX_BINDINGS: usize = 4096;
-/// Closed calls remembered, to tell a late report from an unmatched one.
-pub const MAX_RECENTLY_CLOSED: usize = 256;
-
-#[derive(Debug, Clone)]
-struct OpenCall {
-    call_id: String,
-    name: String,
-    /// The function_call's arguments, when they are JSON.
-    arguments: Option<Value>,
-}
-
-#[derive(Debug)]
-struct Stream {
-    trace_id: Option<TraceId>,
-    inbox: Arc<Inbox>,
-    calls: Vec<OpenCall>,
-}
-
-#[derive(Debug)]
-enum Binding {
-    Bound {
-        stream: u64,
-        call_id: String,
-    },
-    Waiting {
-        call: McpToolCall,
-        rule: Rule,
-        until: Instant,
-        newest: Option<Progress>,
-    },
-    /// Decided: no delivery (ambiguous, late, or the wait ran out).
-    Refused(Delivery),
-}
-
-#[derive(Debug, Default)]
-struct State {
-    streams: HashMap<u64, Stream>,
-    bindings: HashMap<u64, Binding>,
-    /// (name, arguments) of calls that closed lately.
-    closed: VecDeque<(String, Option<Value>)>,
-}
-
 /// Told of every call that opens or closes in this process's streams. Called on the stream's
 /// task, outside the registry's lock: it must not block (the bus queues and returns).
 pub trait Observer: Send + Sync + 'static {
@@ -184,7 +144,7 @@ fn bind_waiting(state: &mut State, now: Instant) {
         waiting.sort_unstable();
         for id in waiting {
             let Some(Binding::Waiting {
-                call, until, rule, ..
+                call, until, by, ..
             }) = state.bindings.get(&id)
             else {
                 continue;
@@ -197,7 +157,7 @@ fn bind_waiting(state: &mut State, now: Instant) {
                 &call.function_name,
                 Some(&call.arguments),
                 call.trace_id,
-                *rule,
+                *by,
             );
             let decided = match found {
                 Found::One(stream, call_id) => Binding::Bound { stream, call_id },
@@ -252,16 +212,16 @@ impl LocalHub {
     }
 
     fn bind_at(&self, call: McpToolCall, now: Instant) -> BindingId {
-        self.bind_with(call, Rule::TraceOrArguments, now)
+        self.bind_with(call, MatchBy::TraceOrArguments, now)
     }
 
     /// Binds `call` by its trace id only (never by name and arguments): what a replica may
     /// decide alone while the bus is out of reach. Without a trace id it stays unbound.
     pub fn bind_exact(&self, call: McpToolCall) -> BindingId {
-        self.bind_with(call, Rule::TraceOnly, Instant::now())
+        self.bind_with(call, MatchBy::TraceOnly, Instant::now())
     }
 
-    fn bind_with(&self, call: McpToolCall, rule: Rule, now: Instant) -> BindingId {
+    fn bind_with(&self, call: McpToolCall, by: MatchBy, now: Instant) -> BindingId {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let mut state = self.state();
         expire(&mut state, now);
@@ -273,7 +233,7 @@ impl LocalHub {
             &call.function_name,
             Some(&call.arguments),
             call.trace_id,
-            rule,
+            by,
         );
         let binding = match found {
             Found::One(stream, call_id) => Binding::Bound { stream, call_id },
@@ -281,12 +241,12 @@ impl LocalHub {
             Found::None if was_closed(&state, &call.function_name, Some(&call.arguments)) => {
                 Binding::Refused(Delivery::Late)
             }
-            Found::None if rule == Rule::TraceOnly && call.trace_id.is_none() => {
+            Found::None if by == MatchBy::TraceOnly && call.trace_id.is_none() => {
                 Binding::Refused(Delivery::Unmatched)
             }
             Found::None => Binding::Waiting {
                 call,
-                rule,
+                by,
                 until: now + self.bind_window,
                 newest: None,
             },
@@ -321,7 +281,7 @@ impl LocalHub {
                     name,
                     arguments.as_ref(),
                     None,
-                    Rule::TraceOrArguments,
+                    MatchBy::TraceOrArguments,
                 );
                 (found, Some(name), arguments.as_ref())
             }

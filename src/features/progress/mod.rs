@@ -18,6 +18,8 @@ use std::pin::Pin;
 
 use serde_json::Value;
 
+use crate::metrics::ProgressOutcome;
+
 /// A W3C trace id (the 16 bytes of a `traceparent`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct TraceId(pub [u8; 16]);
@@ -183,6 +185,18 @@ pub enum Delivery {
     /// An MCP call not bound yet (its stream may not show it yet): kept, newest only, for up
     /// to `[progress] bind_window_ms`.
     Waiting,
+}
+
+impl From<Delivery> for ProgressOutcome {
+    fn from(delivery: Delivery) -> ProgressOutcome {
+        match delivery {
+            Delivery::Delivered => ProgressOutcome::Delivered,
+            Delivery::Unmatched => ProgressOutcome::Unmatched,
+            Delivery::Ambiguous => ProgressOutcome::Ambiguous,
+            Delivery::Late => ProgressOutcome::Late,
+            Delivery::Waiting => ProgressOutcome::Waiting,
+        }
+    }
 }
 
 /// An MCP call the hub is following, from `bind` to `release`.

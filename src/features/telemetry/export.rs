@@ -21,7 +21,7 @@ use opentelemetry_sdk::trace::{Span, SpanData, SpanExporter, SpanProcessor};
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
-use crate::metrics::{Metrics, Outcome};
+use crate::metrics::{ExportOutcome, Metrics, SpanOutcome, labels};
 
 /// Finished spans waiting for export at most; more are dropped (the SDK's default queue size).
 pub const MAX_QUEUED_SPANS: usize = 2048;
@@ -60,12 +60,12 @@ impl SpanProcessor for Queue {
 
     fn on_end(&self, span: SpanData) {
         if self.spans.try_send(span).is_err() {
-            count_spans(&self.metrics, "dropped", 1);
+            count_spans(&self.metrics, SpanOutcome::Dropped, 1);
         }
     }
 
-    /// Flushing is asynchronous ([`super::Telemetry::flush`]): blocking here could stall the
-    /// runtime thread the caller is on.
+    /// Flushing is asynchronous (the telemetry's own `flush`, which drains this queue):
+    /// blocking here could stall the runtime thread the caller is on.
     fn force_flush(&self) -> OTelSdkResult {
         Ok(())
     }
@@ -75,8 +75,8 @@ impl SpanProcessor for Queue {
     }
 }
 
-fn count_spans(metrics: &Metrics, outcome: &'static str, n: usize) {
-    let label = Outcome { outcome };
+fn count_spans(metrics: &Metrics, outcome: SpanOutcome, n: usize) {
+    let label = labels::TelemetrySpans { outcome };
     metrics
         .telemetry_spans
         .get_or_create(&label)
@@ -169,11 +169,11 @@ async fn fill(spans: &mut mpsc::Receiver<SpanData>, batch: &mut Vec<SpanData>) {
 
 fn report(metrics: &Metrics, outage: &mut Outage, endpoint: &str, n: usize, ok: OTelSdkResult) {
     let (spans, export) = match ok {
-        Ok(()) => ("exported", "ok"),
-        Err(_) => ("failed", "error"),
+        Ok(()) => (SpanOutcome::Exported, ExportOutcome::Ok),
+        Err(_) => (SpanOutcome::Failed, ExportOutcome::Error),
     };
     count_spans(metrics, spans, n);
-    let label = Outcome { outcome: export };
+    let label = labels::TelemetryExports { outcome: export };
     metrics.telemetry_exports.get_or_create(&label).inc();
     match (outage.record(ok.is_ok()), ok) {
         (Some(OutageChange::Began), Err(error)) => tracing::warn!(

@@ -15,6 +15,7 @@ use opentelemetry::trace::{Span as _, SpanKind, Status, TraceContextExt, Tracer 
 use opentelemetry_sdk::trace::Span;
 
 use super::{Telemetry, set_trace_headers};
+use crate::metrics::McpOutcome;
 
 /// What of an MCP request names its span.
 pub struct McpRequest<'a> {
@@ -85,7 +86,9 @@ impl Telemetry {
 impl McpSpan {
     /// Ends the span with the answer's status and how the request ended (`answered`,
     /// `unreachable`, `timeout`, …; see the MCP log line).
-    pub fn end(mut self, status: u16, outcome: &'static str) {
+    pub fn end(mut self, status: u16, outcome: McpOutcome) {
+        let broken = outcome.is_server_failure();
+        let outcome = outcome.as_str();
         if status > 0 {
             let status = KeyValue::new("http.response.status_code", i64::from(status));
             self.span.set_attribute(status);
@@ -94,10 +97,6 @@ impl McpSpan {
             .set_attribute(KeyValue::new("toolpulse.mcp.outcome", outcome));
         // HTTP client conventions: 4xx and 5xx fail a client span; so does a server that
         // could not be reached, did not answer in time or broke off its answer.
-        let broken = matches!(
-            outcome,
-            "unreachable" | "timeout" | "upstream_error" | "broken"
-        );
         if status >= 400 || broken {
             let kind = match broken {
                 true => outcome.to_string(),

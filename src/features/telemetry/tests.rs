@@ -382,7 +382,7 @@ fn mcp_requests_are_client_spans_only_under_a_propagated_trace() {
     let span = telemetry
         .mcp_request(&mut from_meta, &meta.get())
         .expect("a span");
-    span.end(502, "upstream_error");
+    span.end(502, crate::metrics::McpOutcome::UpstreamError);
     let spans = captured.spans();
     let client = &spans[0];
     assert_eq!(client.span_kind, SpanKind::Client);

@@ -12,6 +12,7 @@ use tokio::time::Instant;
 
 use super::paced::Paced;
 use super::{BodyBudget, Held, Limit};
+use crate::metrics::BodyRefusal;
 use crate::net::listen::ClientBody;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -39,13 +40,13 @@ pub enum ReadError {
 
 impl ReadError {
     /// The `reason` label of `toolpulse_request_bodies_refused_total`.
-    pub fn reason(&self) -> &'static str {
+    pub fn reason(&self) -> BodyRefusal {
         match self {
-            ReadError::Client(_) => "unreadable",
-            ReadError::Timeout(_) => "timeout",
-            ReadError::OverBudget => "budget",
-            ReadError::OverPeerShare => "peer_share",
-            ReadError::OverConnectionShare => "connection_share",
+            ReadError::Client(_) => BodyRefusal::Unreadable,
+            ReadError::Timeout(_) => BodyRefusal::Timeout,
+            ReadError::OverBudget => BodyRefusal::Budget,
+            ReadError::OverPeerShare => BodyRefusal::PeerShare,
+            ReadError::OverConnectionShare => BodyRefusal::ConnectionShare,
         }
     }
 

@@ -14,6 +14,7 @@ use tokio::time::Sleep;
 use tokio_util::task::TaskTracker;
 
 use super::activity::Activity;
+use crate::metrics::ConnectionClose;
 use crate::net::drain::{Signal, Watch};
 
 /// How long an idle connection asked to close gracefully may take before it is dropped.
@@ -32,11 +33,12 @@ pub enum Closed {
 }
 
 impl Closed {
-    pub fn as_str(self) -> &'static str {
+    /// The `reason` label of `toolpulse_client_connections_closed_total` (and of the log line).
+    pub fn reason(self) -> ConnectionClose {
         match self {
-            Closed::NoRequest => "no_request",
-            Closed::Idle => "idle",
-            Closed::SendTimeout => "send_timeout",
+            Closed::NoRequest => ConnectionClose::NoRequest,
+            Closed::Idle => ConnectionClose::Idle,
+            Closed::SendTimeout => ConnectionClose::SendTimeout,
         }
     }
 }

@@ -1,7 +1,7 @@
 //! What toolpulse writes to Redis, as data: the digest of a call's arguments, the member that
 //! names an open call (its owner), the replica channels and the messages on them. Key names
-//! themselves are built in the Lua scripts ([`super::scripts`]), the only code that touches
-//! the registry's keys, so their layout lives in one place.
+//! themselves are built in the bus's Lua scripts, the only code that touches the registry's
+//! keys, so their layout lives in one place.
 //!
 //! Invariants: argument values never appear in clear (only [`args_digest`]); every key and
 //! channel starts with the configured prefix; a message carries only what delivery needs.

@@ -16,7 +16,7 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use tokio::sync::Notify;
 
 use super::scripts::Scripts;
-use crate::metrics::Metrics;
+use crate::metrics::{BusOp, Metrics};
 
 /// One command, script or pipeline: Redis answers in well under a millisecond when healthy, so
 /// this only bounds how long a report or an MCP call's binding can wait when it is not.
@@ -87,7 +87,7 @@ impl Link {
     /// Runs one operation with the time limit; a failure is counted and marks the bus down.
     pub async fn run<T, E: Display>(
         &self,
-        op: &'static str,
+        op: BusOp,
         operation: impl Future<Output = Result<T, E>>,
     ) -> Option<T> {
         match tokio::time::timeout(OP_TIMEOUT, operation).await {
@@ -105,13 +105,13 @@ impl Link {
     }
 
     /// Counts a failed operation; the first of an outage logs that the bus is down.
-    pub fn failed(&self, op: &'static str, error: &dyn Display) {
+    pub fn failed(&self, op: BusOp, error: &dyn Display) {
         self.count_error(op, 1);
         let before = self.state.swap(DOWN, Ordering::AcqRel);
         if before != DOWN {
             self.metrics.progress_bus_up.set(0);
             tracing::warn!(
-                op,
+                op = op.as_str(),
                 %error,
                 "progress bus down: progress is matched by call_id or trace id only, on this \
                  replica's own streams, until it is back"
@@ -121,12 +121,8 @@ impl Link {
     }
 
     /// Counts `n` failures of `op` that did not try Redis (it was down, or a queue was full).
-    pub fn count_error(&self, op: &'static str, n: u64) {
-        let label = crate::metrics::Op { op };
-        self.metrics
-            .progress_bus_errors
-            .get_or_create(&label)
-            .inc_by(n);
+    pub fn count_error(&self, op: BusOp, n: u64) {
+        self.metrics.bus_error(op, n);
     }
 
     /// The bus answered a probe: it is up (logged when it comes back from an outage).
@@ -153,11 +149,11 @@ impl Link {
         match tokio::time::timeout(OP_TIMEOUT, ping).await {
             Ok(Ok(_)) => true,
             Ok(Err(error)) => {
-                self.failed("connect", &error);
+                self.failed(BusOp::Connect, &error);
                 false
             }
             Err(_) => {
-                self.failed("connect", &"no answer to PING");
+                self.failed(BusOp::Connect, &"no answer to PING");
                 false
             }
         }

@@ -12,6 +12,7 @@ use tokio::sync::Notify;
 use super::keys::{Message, Owner, replica_channel};
 use super::link::Link;
 use crate::features::progress::Progress;
+use crate::metrics::BusOp;
 
 /// MCP calls with a report waiting to be published; beyond it, reports are dropped (counted).
 pub const MAX_OUTBOX_CALLS: usize = 4096;
@@ -68,7 +69,7 @@ impl Outbox {
                 continue;
             }
             if !link.is_up() {
-                link.count_error("publish", batch.len() as u64);
+                link.count_error(BusOp::Publish, batch.len() as u64);
                 continue;
             }
             let mut pipe = redis::pipe();
@@ -78,7 +79,8 @@ impl Outbox {
                 pipe.cmd("PUBLISH").arg(channel).arg(message).ignore();
             }
             let mut conn = link.conn();
-            link.run("publish", pipe.query_async::<()>(&mut conn)).await;
+            link.run(BusOp::Publish, pipe.query_async::<()>(&mut conn))
+                .await;
         }
     }
 }

@@ -19,6 +19,7 @@ use tokio::time::Instant;
 use super::keys::{self, NO_ARGUMENTS};
 use super::link::{BACKOFF_MAX, BACKOFF_MIN, Link};
 use crate::features::progress::local::{Observer, OpenedCall};
+use crate::metrics::BusOp;
 
 /// How long a registration lives in Redis unless refreshed: a replica killed without a goodbye
 /// leaves its calls behind for at most this long.
@@ -73,7 +74,7 @@ impl Changes {
 
     fn send(&self, change: Change) {
         if self.queue.try_send(change).is_err() {
-            self.link.count_error("queue", 1);
+            self.link.count_error(BusOp::Queue, 1);
         }
     }
 }
@@ -170,7 +171,7 @@ impl Registrar {
     /// A refresh when the bus is up, a probe when it is not; returns the time to the next.
     async fn tick(&mut self) -> Duration {
         if self.link.is_up() {
-            self.register_all("refresh").await;
+            self.register_all(BusOp::Refresh).await;
             return REFRESH_EVERY;
         }
         if !self.link.probe().await {
@@ -184,8 +185,8 @@ impl Registrar {
         for registration in &removals {
             pipe.add_command(self.unregister(registration));
         }
-        self.query(pipe, "unregister").await;
-        self.register_all("register").await;
+        self.query(pipe, BusOp::Unregister).await;
+        self.register_all(BusOp::Register).await;
         REFRESH_EVERY
     }
 
@@ -195,7 +196,7 @@ impl Registrar {
             Change::Opened(registration) => {
                 let key = (registration.stream, registration.call_id.clone());
                 if self.open.len() >= MAX_REGISTERED_CALLS && !self.open.contains_key(&key) {
-                    self.link.count_error("register", 1);
+                    self.link.count_error(BusOp::Register, 1);
                     return;
                 }
                 self.open.insert(key.clone(), registration);
@@ -246,14 +247,14 @@ impl Registrar {
                 }
             }
         }
-        if self.link.is_up() && self.query(pipe, "register").await {
+        if self.link.is_up() && self.query(pipe, BusOp::Register).await {
             return;
         }
         let room = MAX_PENDING_REMOVALS.saturating_sub(self.removals.len());
         self.removals.extend(closes.into_iter().take(room));
     }
 
-    async fn register_all(&mut self, op: &'static str) {
+    async fn register_all(&mut self, op: BusOp) {
         let registrations: Vec<Cmd> = self.open.values().map(|r| self.register(r)).collect();
         for chunk in registrations.chunks(MAX_BATCH) {
             let mut pipe = redis::pipe();
@@ -292,7 +293,7 @@ impl Registrar {
 
     /// Runs a pipeline of script calls; when the server lost the scripts (it restarted), loads
     /// them and runs it again. Returns whether it succeeded.
-    async fn query(&self, pipe: Pipeline, op: &'static str) -> bool {
+    async fn query(&self, pipe: Pipeline, op: BusOp) -> bool {
         if pipe.is_empty() {
             return true;
         }

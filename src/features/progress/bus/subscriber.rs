@@ -8,9 +8,10 @@ use std::time::Duration;
 use futures_util::StreamExt;
 use redis::aio::{PubSubSink, PubSubStream};
 
-use super::Shared;
 use super::keys::replica_channel;
 use super::link::{BACKOFF_MAX, BACKOFF_MIN, CONNECT_TIMEOUT, OP_TIMEOUT};
+use super::shared::Shared;
+use crate::metrics::BusOp;
 
 /// How often the subscribed connection is checked with a `PING`.
 pub const PING_EVERY: Duration = Duration::from_secs(10);
@@ -24,9 +25,9 @@ pub(crate) async fn run(shared: Arc<Shared>) {
             Ok((sink, stream)) => {
                 backoff = BACKOFF_MIN;
                 let error = listen(&shared, sink, stream).await;
-                link.failed("subscribe", &error);
+                link.failed(BusOp::Subscribe, &error);
             }
-            Err(error) => link.failed("subscribe", &error),
+            Err(error) => link.failed(BusOp::Subscribe, &error),
         }
         tokio::select! {
             () = tokio::time::sleep(backoff) => {}

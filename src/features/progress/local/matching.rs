@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use serde_json::Value;
 
-use super::{Binding, MAX_RECENTLY_CLOSED, OpenCall, State};
+use super::state::{Binding, MAX_RECENTLY_CLOSED, MatchBy, OpenCall, State};
 use crate::features::progress::{Delivery, TraceId};
 
 /// What a match found.
@@ -15,23 +15,13 @@ pub(super) enum Found {
     None,
 }
 
-/// How a binding may match.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Rule {
-    /// By trace id, else by name and arguments under the ambiguity rule (the normal rule).
-    TraceOrArguments,
-    /// By trace id only: a replica that cannot reach the bus cannot apply the ambiguity rule
-    /// across replicas, so it delivers only what is exact.
-    TraceOnly,
-}
-
 /// The open call `name`/`arguments` (and `trace`) means, under the ambiguity rule.
 pub(super) fn find(
     state: &State,
     name: &str,
     arguments: Option<&Value>,
     trace: Option<TraceId>,
-    rule: Rule,
+    by: MatchBy,
 ) -> Found {
     let matches =
         |c: &OpenCall| c.name == name && arguments.is_none_or(|a| c.arguments.as_ref() == Some(a));
@@ -66,7 +56,7 @@ pub(super) fn find(
             return Found::One(stream, call.call_id.clone());
         }
     }
-    if rule == Rule::TraceOnly {
+    if by == MatchBy::TraceOnly {
         return Found::None;
     }
     let mut found = Found::None;

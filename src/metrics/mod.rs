@@ -1,68 +1,22 @@
 //! Prometheus metrics (prometheus-client), shared by every stream of one process and served as
-//! text on the admin listener's `/metrics`. Label values are `&'static str`s from code, never
-//! strings from the upstream, so the number of series stays bounded.
+//! text on the admin listener's `/metrics`. Label values come from code ([`labels`]), never
+//! from the upstream, so the number of series stays bounded.
 
 use std::time::Duration;
 
-use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
-use crate::features::progress::Delivery;
+pub use labels::{
+    BodyRefusal, BusOp, ConnectionClose, ExportOutcome, HostedRefusal, Listener, Mapping,
+    McpOutcome, ProgressOutcome, ProgressSource, Reload, Response, SpanOutcome, StreamEnd,
+    Unfollowed, UpstreamCause,
+};
 
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct Outcome {
-    pub outcome: &'static str,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct KindOutcome {
-    pub kind: &'static str,
-    pub outcome: &'static str,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct Kind {
-    pub kind: &'static str,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct EventType {
-    pub r#type: &'static str,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct Cause {
-    pub cause: &'static str,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct ServerOutcome {
-    /// A configured `[[mcp.servers]]` name (so the series stay bounded).
-    pub server: String,
-    pub outcome: &'static str,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct SourceOutcome {
-    pub source: &'static str,
-    pub outcome: &'static str,
-}
-
-/// An operation of the progress bus (Redis): register, unregister, refresh, bind, find,
-/// publish, subscribe, connect, queue.
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct Op {
-    pub op: &'static str,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct Response {
-    pub response: &'static str,
-}
+pub mod labels;
 
 fn duration_histogram() -> Histogram {
     // 10 ms … ~160 s: tools run from milliseconds (a lookup) to minutes (a deep search).
@@ -71,79 +25,56 @@ fn duration_histogram() -> Histogram {
 
 pub struct Metrics {
     registry: Registry,
-    pub requests: Family<Response, Counter>,
+    pub requests: Family<labels::Requests, Counter>,
     pub streams_active: Gauge,
-    pub streams: Family<Outcome, Counter>,
-    pub tool_calls: Family<KindOutcome, Counter>,
-    pub tool_duration: Family<Kind, Histogram, fn() -> Histogram>,
-    pub events_injected: Family<EventType, Counter>,
+    pub streams: Family<labels::Streams, Counter>,
+    pub tool_calls: Family<labels::ToolCalls, Counter>,
+    pub tool_duration: Family<labels::ToolKind, Histogram, fn() -> Histogram>,
+    pub events_injected: Family<labels::EventsInjected, Counter>,
     pub events_uninterpreted: Counter,
-    pub upstream_errors: Family<Cause, Counter>,
+    pub upstream_errors: Family<labels::UpstreamErrors, Counter>,
     pub bytes_in: Counter,
     pub bytes_out: Counter,
     pub connections_active: Gauge,
     pub connections_rejected: Counter,
-    pub config_reloads: Family<Outcome, Counter>,
-    pub mcp_requests: Family<ServerOutcome, Counter>,
+    pub config_reloads: Family<labels::ConfigReloads, Counter>,
+    pub mcp_requests: Family<labels::McpRequests, Counter>,
     pub mcp_connections_rejected: Counter,
-    pub progress: Family<SourceOutcome, Counter>,
+    pub progress: Family<labels::Progress, Counter>,
     pub mcp_bound_calls: Gauge,
-    pub progress_bus_errors: Family<Op, Counter>,
+    pub progress_bus_errors: Family<labels::BusErrors, Counter>,
     pub progress_bus_up: Gauge,
     /// Finished spans by what became of them: exported, dropped (queue full), failed (export).
-    pub telemetry_spans: Family<Outcome, Counter>,
+    pub telemetry_spans: Family<labels::TelemetrySpans, Counter>,
     /// Export requests to the OTLP collector, by result (ok, error).
-    pub telemetry_exports: Family<Outcome, Counter>,
+    pub telemetry_exports: Family<labels::TelemetryExports, Counter>,
     /// Hosted items of next-turn requests, by how they were mapped back: store, content;
     /// and companions removed.
-    pub hosted_mappings: Family<Outcome, Counter>,
+    pub hosted_mappings: Family<labels::HostedMappings, Counter>,
     /// Pairs kept for the next turn (store).
     pub hosted_pairs_stored: Counter,
     /// Next-turn requests refused (400) because their hosted items cannot be mapped back, by
     /// reason: too_large, expired, evicted, another_caller, not_kept, unverified, ambiguous,
     /// unreadable.
-    pub hosted_refusals: Family<HostedReason, Counter>,
+    pub hosted_refusals: Family<labels::HostedRefusals, Counter>,
     /// Upstream events that broke a stream rule toolpulse had to work around, by rule.
-    pub upstream_violations: Family<Rule, Counter>,
+    pub upstream_violations: Family<labels::UpstreamViolations, Counter>,
     /// Tool calls left as the upstream sent them for a per-stream limit, by reason
     /// (open_calls, name_bytes, id_bytes, held_bytes).
-    pub tool_calls_untracked: Family<Reason, Counter>,
+    pub tool_calls_untracked: Family<labels::Untracked, Counter>,
     /// Tool calls shown without their arguments: over 1 MiB, or past the stream's
     /// `[limits] max_open_call_bytes`.
     pub tool_call_arguments_dropped: Counter,
     /// Request bodies not forwarded, by listener and reason (timeout, budget, unreadable).
-    pub request_bodies_refused: Family<ListenerReason, Counter>,
+    pub request_bodies_refused: Family<labels::BodiesRefused, Counter>,
     /// Client connections toolpulse closed, by listener and reason (no_request, idle,
     /// send_timeout, evicted).
-    pub client_connections_closed: Family<ListenerReason, Counter>,
+    pub client_connections_closed: Family<labels::ConnectionsClosed, Counter>,
     /// Admin listener connections answered 503 because `[admin] max_connections` were open.
     pub admin_connections_rejected: Counter,
     /// MCP `tools/call`s forwarded without being followed, by cause (connection_share,
     /// registry_full, request_share: past the 64 a POST may have followed).
-    pub mcp_calls_unfollowed: Family<Cause, Counter>,
-}
-
-/// A listener (proxy, mcp, admin) and why toolpulse refused or closed something of it.
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct ListenerReason {
-    pub listener: &'static str,
-    pub reason: &'static str,
-}
-
-/// Why a next-turn request was refused for its hosted items.
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct HostedReason {
-    pub reason: &'static str,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct Reason {
-    pub reason: &'static str,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct Rule {
-    pub rule: &'static str,
+    pub mcp_calls_unfollowed: Family<labels::McpUnfollowed, Counter>,
 }
 
 impl Default for Metrics {
@@ -362,68 +293,68 @@ impl Metrics {
         m
     }
 
-    /// Counts how a request's hosted items were mapped back.
-    pub fn hosted_mapped(&self, mapped: &crate::features::hosted::request::Mapped) {
-        for (outcome, n) in [
-            ("store", mapped.from_store),
-            ("content", mapped.from_content),
-            ("companion_removed", mapped.companions),
-        ] {
-            if n > 0 {
-                self.hosted_mappings
-                    .get_or_create(&Outcome { outcome })
-                    .inc_by(n);
-            }
+    /// Counts `n` hosted items of a request mapped back (or companions removed) by `mapping`.
+    pub fn hosted_mapped(&self, mapping: Mapping, n: u64) {
+        if n > 0 {
+            let label = labels::HostedMappings { outcome: mapping };
+            self.hosted_mappings.get_or_create(&label).inc_by(n);
         }
     }
 
-    /// Counts a next-turn request refused for its hosted items (`reason` is one of a fixed few).
-    pub fn hosted_refused(&self, reason: &'static str) {
-        self.hosted_refusals
-            .get_or_create(&HostedReason { reason })
-            .inc();
+    /// Counts a next-turn request refused for its hosted items.
+    pub fn hosted_refused(&self, reason: HostedRefusal) {
+        let label = labels::HostedRefusals { reason };
+        self.hosted_refusals.get_or_create(&label).inc();
     }
 
+    /// Counts a finished tool call; `kind` and `outcome` are the core's words.
     pub fn tool_call(&self, kind: &'static str, outcome: &'static str, duration: Duration) {
         self.tool_calls
-            .get_or_create(&KindOutcome { kind, outcome })
+            .get_or_create(&labels::ToolCalls { kind, outcome })
             .inc();
         self.tool_duration
-            .get_or_create(&Kind { kind })
+            .get_or_create(&labels::ToolKind { kind })
             .observe(duration.as_secs_f64());
     }
 
-    /// Counts one progress report from `source` (`mcp` or `http`) by what the hub did with it.
-    pub fn progress(&self, source: &'static str, delivery: Delivery) {
-        let outcome = match delivery {
-            Delivery::Delivered => "delivered",
-            Delivery::Unmatched => "unmatched",
-            Delivery::Ambiguous => "ambiguous",
-            Delivery::Late => "late",
-            Delivery::Waiting => "waiting",
-        };
-        let label = SourceOutcome { source, outcome };
-        self.progress.get_or_create(&label).inc();
+    /// Counts `n` progress reports from `source` by what became of them.
+    pub fn progress(&self, source: ProgressSource, outcome: ProgressOutcome, n: u64) {
+        let label = labels::Progress { source, outcome };
+        self.progress.get_or_create(&label).inc_by(n);
     }
 
-    pub fn request_body_refused(&self, listener: &'static str, reason: &'static str) {
-        let label = ListenerReason { listener, reason };
+    pub fn request_body_refused(&self, listener: Listener, reason: BodyRefusal) {
+        let label = labels::BodiesRefused { listener, reason };
         self.request_bodies_refused.get_or_create(&label).inc();
     }
 
     /// `n` MCP calls forwarded without being followed, for `cause`.
-    pub fn mcp_unfollowed(&self, cause: &'static str, n: u64) {
-        let calls = self.mcp_calls_unfollowed.get_or_create(&Cause { cause });
+    pub fn mcp_unfollowed(&self, cause: Unfollowed, n: u64) {
+        let calls = self
+            .mcp_calls_unfollowed
+            .get_or_create(&labels::McpUnfollowed { cause });
         calls.inc_by(n);
     }
 
-    pub fn connection_closed(&self, listener: &'static str, reason: &'static str) {
-        let label = ListenerReason { listener, reason };
+    pub fn connection_closed(&self, listener: Listener, reason: ConnectionClose) {
+        let label = labels::ConnectionsClosed { listener, reason };
         self.client_connections_closed.get_or_create(&label).inc();
     }
 
-    pub fn upstream_error(&self, cause: &'static str) {
-        self.upstream_errors.get_or_create(&Cause { cause }).inc();
+    pub fn upstream_error(&self, cause: UpstreamCause) {
+        let label = labels::UpstreamErrors { cause };
+        self.upstream_errors.get_or_create(&label).inc();
+    }
+
+    pub fn config_reload(&self, outcome: Reload) {
+        let label = labels::ConfigReloads { outcome };
+        self.config_reloads.get_or_create(&label).inc();
+    }
+
+    /// Counts `n` operations of the progress bus that failed, timed out or were skipped.
+    pub fn bus_error(&self, op: BusOp, n: u64) {
+        let label = labels::BusErrors { op };
+        self.progress_bus_errors.get_or_create(&label).inc_by(n);
     }
 
     /// The Prometheus text exposition of every metric.
@@ -444,11 +375,12 @@ mod tests {
         let m = Metrics::new();
         m.tool_call("web_search", "completed", Duration::from_millis(1500));
         m.events_injected
-            .get_or_create(&EventType {
+            .get_or_create(&labels::EventsInjected {
                 r#type: "response.mcp_call.failed",
             })
             .inc();
-        m.upstream_error("unreachable");
+        m.upstream_error(UpstreamCause::Unreachable);
+        m.connection_closed(Listener::Admin, ConnectionClose::SendTimeout);
         let text = m.encode();
         assert!(
             text.contains(r#"toolpulse_tool_calls_total{kind="web_search",outcome="completed"} 1"#),
@@ -466,6 +398,8 @@ mod tests {
             text.contains(r#"toolpulse_upstream_errors_total{cause="unreachable"} 1"#),
             "{text}"
         );
+        let closed = r#"toolpulse_client_connections_closed_total{listener="admin",reason="send_timeout"} 1"#;
+        assert!(text.contains(closed), "{text}");
         assert!(text.ends_with("# EOF\n"));
     }
 }
