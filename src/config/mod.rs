@@ -15,6 +15,7 @@ use crate::core::lifecycle::classify::{FALLBACK, Origin};
 use crate::core::lifecycle::{Classifier, FailureRules};
 use crate::core::profiles::Profile;
 use crate::core::sanitize::Sanitizer;
+pub use crate::core::settings::{Limits, ToolTemplates};
 pub use bus::{BusConfig, REDIS_URL_ENV, RedisUrl};
 pub use clients::ClientLimits;
 pub use hosted::{HOSTED_KEY_ENV, HostedConfig};
@@ -27,6 +28,7 @@ pub mod clients;
 pub mod hosted;
 pub mod mcp;
 mod raw;
+mod settings;
 pub mod telemetry;
 
 pub const DEFAULT_HEARTBEAT_MS: u64 = 10_000;
@@ -286,20 +288,6 @@ impl Default for EventsConfig {
     }
 }
 
-/// Per-tool strings for the profiles (`[[tools]] display/summary/count/server_label`).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ToolTemplates {
-    /// "Searching the web for “{query}”…": `{name}` placeholders from the call's arguments.
-    pub display: Option<String>,
-    /// "Found {count} results": `{count}`, `{tool}` and argument placeholders.
-    pub summary: Option<String>,
-    /// A JSON pointer into the tool's output at the result list (its length is the count) or a
-    /// number.
-    pub count: Option<String>,
-    /// The `server_label` of the call's `mcp_call` companion item (profile `openai`).
-    pub server_label: Option<String>,
-}
-
 /// The `[admin]` section: health, readiness and metrics, on their own address.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AdminConfig {
@@ -429,17 +417,6 @@ pub fn parse_upstream(text: &str) -> Result<Uri, String> {
         return Err("must not have a query".into());
     }
     Ok(uri)
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Limits {
-    /// An event longer than this is forwarded raw, uninterpreted, without being buffered whole.
-    pub max_event_bytes: usize,
-    /// Tool calls tracked at once per stream; calls beyond it are forwarded without events.
-    pub max_open_calls: usize,
-    /// What one stream's open calls may hold together (names, ids, arguments); a call past it
-    /// is forwarded without events, one already shown loses its arguments.
-    pub max_open_call_bytes: usize,
 }
 
 impl Default for Config {
