@@ -74,7 +74,7 @@ fn long_arguments(bytes: usize) -> Vec<u8> {
 /// of the chunks where nothing changed).
 fn rewrite(config: &Arc<Config>, input: &Bytes, chunk: usize) -> usize {
     let now = Instant::now();
-    let mut rewriter = Rewriter::new(config.clone());
+    let mut rewriter = Rewriter::new(config.settings());
     let mut out = 0;
     for start in (0..input.len()).step_by(chunk) {
         let piece = input.slice(start..(start + chunk).min(input.len()));

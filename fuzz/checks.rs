@@ -199,7 +199,7 @@ fn rewrite(
 ) -> Vec<u8> {
     // The tests' wall clock (2025-12-20T12:34:56.123Z), for profiles that stamp events.
     let wall = SystemTime::UNIX_EPOCH + Duration::from_millis(1_766_234_096_123);
-    let mut rewriter = Rewriter::new(config.clone()).with_wall_clock(wall, start);
+    let mut rewriter = Rewriter::new(config.settings()).with_wall_clock(wall, start);
     if let Some(profiles) = profiles {
         rewriter = rewriter.with_profiles(profiles.clone());
     }

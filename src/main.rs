@@ -216,7 +216,8 @@ fn rewrite(
     input: &Path,
 ) -> anyhow::Result<()> {
     let config = Arc::new(load_config(config)?);
-    let mut rewriter = Rewriter::new(config).with_wall_clock(SystemTime::now(), Instant::now());
+    let mut rewriter =
+        Rewriter::new(config.settings()).with_wall_clock(SystemTime::now(), Instant::now());
     if let Some(list) = profiles {
         let picked =
             toolpulse::core::profiles::parse_list(list, &toolpulse::core::profiles::Profile::ALL)

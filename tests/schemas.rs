@@ -312,7 +312,7 @@ fn rewrite(config: &Arc<Config>, profiles: &[Profile], input: &[u8], by_event: b
     let start = Instant::now();
     // A fixed wall clock: 2025-12-20T12:34:56.123Z, as in seed 004.
     let wall = SystemTime::UNIX_EPOCH + Duration::from_millis(1_766_234_096_123);
-    let mut rewriter = Rewriter::new(config.clone())
+    let mut rewriter = Rewriter::new(config.settings())
         .with_profiles(profiles.to_vec())
         .with_wall_clock(wall, start);
     let mut out = Vec::new();

@@ -101,7 +101,7 @@ proptest! {
         let others = Profile::ALL.into_iter();
         let others = others.filter(|p| !toolpulse::core::profiles::PRESENTATIONS.contains(p));
         let profiles = std::iter::once(shape).chain(others).collect();
-        let mut rewriter = Rewriter::new(config.clone()).with_profiles(profiles);
+        let mut rewriter = Rewriter::new(config.settings()).with_profiles(profiles);
         let now = Instant::now();
         let mut out = rewriter.feed(&input, now).to_vec();
         out.extend_from_slice(&rewriter.finish(now + Duration::from_millis(5)));

@@ -4,9 +4,9 @@
 use http::Uri;
 
 use super::Config;
-use super::stream::Limits;
 use crate::core::lifecycle::classify::{FALLBACK, Origin};
 use crate::core::profiles::Profile;
+use crate::core::settings::Limits;
 
 impl Config {
     /// A human-readable account of the resolved rules, for `toolpulse check`.

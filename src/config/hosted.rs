@@ -11,13 +11,14 @@
 //! max_mapped_body_bytes = 8388608 # a next turn's body once mapped back (8 MiB)
 //! ```
 
+use std::sync::LazyLock;
 use std::time::Duration;
 
 use serde::Deserialize;
 use toml::Spanned;
 
 use super::error::{ConfigError, Invalid};
-use crate::features::hosted::id::Key;
+use crate::core::ids::Key;
 
 /// The environment variable that gives the key when the file does not.
 pub const HOSTED_KEY_ENV: &str = "TOOLPULSE_HOSTED_KEY";
@@ -32,6 +33,23 @@ pub const DEFAULT_MAX_JSON_BYTES: usize = 16 << 20;
 pub const DEFAULT_MAX_MAPPED_BODY_BYTES: usize = 8 << 20;
 /// A key shorter than this is refused (HMAC wants at least the hash's strength).
 pub const MIN_KEY_BYTES: usize = 16;
+
+/// This process's key, used when the config names none: random, and the same for every config
+/// the process loads, so a reload does not orphan the ids already given out.
+static PROCESS_KEY: LazyLock<Key> = LazyLock::new(|| {
+    let mut bytes = [0u8; 32];
+    // An OS without randomness cannot run a TLS client either; a zero key still gives ids
+    // that verify within the process, only forgeable: say so loudly.
+    if getrandom::fill(&mut bytes).is_err() {
+        tracing::error!("no randomness for the hosted id key: set [hosted] key");
+    }
+    Key::new(&bytes)
+});
+
+/// The process's random key.
+pub fn process_key() -> Key {
+    PROCESS_KEY.clone()
+}
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct HostedConfig {
@@ -49,7 +67,7 @@ pub struct HostedConfig {
 impl Default for HostedConfig {
     fn default() -> Self {
         HostedConfig {
-            key: Key::process(),
+            key: process_key(),
             key_configured: false,
             max_entries: DEFAULT_MAX_ENTRIES,
             max_bytes: DEFAULT_MAX_BYTES,
@@ -126,11 +144,22 @@ pub(super) fn hosted(
     }
     Ok(HostedConfig {
         key_configured: key.is_some(),
-        key: key.map_or_else(Key::process, |(k, _)| Key::new(k.as_bytes())),
+        key: key.map_or_else(process_key, |(k, _)| Key::new(k.as_bytes())),
         max_entries: *raw.max_entries.get_ref(),
         max_bytes: raw.max_bytes,
         ttl: Duration::from_millis(*raw.ttl_ms.get_ref()),
         max_json_bytes: raw.max_json_bytes,
         max_mapped_body_bytes: *raw.max_mapped_body_bytes.get_ref(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_process_key_is_one_per_process() {
+        assert_eq!(process_key(), process_key());
+        assert_eq!(format!("{:?}", process_key()), "Key([REDACTED])");
+    }
 }

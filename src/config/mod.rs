@@ -15,6 +15,7 @@ use serde::Deserialize;
 
 use crate::core::lifecycle::{Classifier, FailureRules};
 use crate::core::sanitize::Sanitizer;
+pub use crate::core::settings::{Limits, ToolTemplates};
 pub use bus::{BusConfig, REDIS_URL_ENV, RedisUrl};
 pub use clients::ClientLimits;
 pub use error::ConfigError;
@@ -28,8 +29,8 @@ pub use proxy::{
 };
 pub use stream::{
     DEFAULT_HEARTBEAT_MS, DEFAULT_MAX_EVENT_BYTES, DEFAULT_MAX_OPEN_CALL_BYTES,
-    DEFAULT_MAX_OPEN_CALLS, EventsConfig, Limits, MAX_MAX_EVENT_BYTES, MIN_MAX_EVENT_BYTES,
-    MIN_MAX_OPEN_CALL_BYTES, ToolTemplates,
+    DEFAULT_MAX_OPEN_CALLS, EventsConfig, MAX_MAX_EVENT_BYTES, MIN_MAX_EVENT_BYTES,
+    MIN_MAX_OPEN_CALL_BYTES,
 };
 pub use telemetry::TelemetryConfig;
 
@@ -40,6 +41,7 @@ mod error;
 pub mod hosted;
 pub mod mcp;
 mod proxy;
+mod settings;
 mod stream;
 pub mod telemetry;
 

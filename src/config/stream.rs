@@ -12,6 +12,7 @@ use crate::core::lifecycle::classify::DEFAULT_PATTERN_KIND;
 use crate::core::lifecycle::{Classifier, FailureRules, Kind};
 use crate::core::profiles::Profile;
 use crate::core::sanitize::Sanitizer;
+use crate::core::settings::{Limits, ToolTemplates};
 
 pub const DEFAULT_HEARTBEAT_MS: u64 = 10_000;
 pub const DEFAULT_MAX_EVENT_BYTES: usize = 16 * 1024 * 1024;
@@ -42,32 +43,6 @@ impl Default for EventsConfig {
             allowed_profiles: Profile::ALL.to_vec(),
         }
     }
-}
-
-/// Per-tool strings for the profiles (`[[tools]] display/summary/count/server_label`).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ToolTemplates {
-    /// "Searching the web for “{query}”…": `{name}` placeholders from the call's arguments.
-    pub display: Option<String>,
-    /// "Found {count} results": `{count}`, `{tool}` and argument placeholders.
-    pub summary: Option<String>,
-    /// A JSON pointer into the tool's output at the result list (its length is the count) or a
-    /// number.
-    pub count: Option<String>,
-    /// The `server_label` of the call's `mcp_call` companion item (profile `openai`).
-    pub server_label: Option<String>,
-}
-
-/// The `[limits]` section: what one stream may hold.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Limits {
-    /// An event longer than this is forwarded raw, uninterpreted, without being buffered whole.
-    pub max_event_bytes: usize,
-    /// Tool calls tracked at once per stream; calls beyond it are forwarded without events.
-    pub max_open_calls: usize,
-    /// What one stream's open calls may hold together (names, ids, arguments); a call past it
-    /// is forwarded without events, one already shown loses its arguments.
-    pub max_open_call_bytes: usize,
 }
 
 #[derive(Deserialize)]

@@ -1,17 +1,21 @@
-//! The sans-IO core: bytes and `now` in, bytes out; no I/O, no clock, no config file type.
+//! The sans-IO core: bytes and `now` in, bytes out; no I/O, no clock, no config file type (the
+//! config builds the [`settings::Settings`] it takes).
 //!
 //! - [`sse`]: the incremental, byte-faithful SSE parser and the encoder for injected events;
 //! - [`dialect`]: what an upstream event means for tool calls (OpenAI Responses);
 //! - [`lifecycle`]: the neutral tool-call model, classification by name, failure rules, and the
 //!   per-stream tracker that guarantees exactly-once closing;
+//! - [`ids`]: the ids of toolpulse's own items (companions, HMAC-signed hosted items);
 //! - [`sanitize`] and [`rules`]: repairs of malformed streams and the stream rules they keep;
 //! - [`profiles`]: the presentations, one small emitter per client contract;
 //! - [`rewrite`]: the [`rewrite::Rewriter`] that ties them together: `feed(chunk, now) -> Bytes`.
 
 pub mod dialect;
+pub mod ids;
 pub mod lifecycle;
 pub mod profiles;
 pub mod rewrite;
 pub mod rules;
 pub mod sanitize;
+pub mod settings;
 pub mod sse;

@@ -16,8 +16,8 @@ use crate::core::rewrite::{Observation, Rewriter};
 pub const MAX_REPORTED_NAMES: usize = 256;
 
 /// Longer names are not reported: no real tool has one (OpenAI allows 64 characters), and a
-/// log line should not carry an upstream's megabyte.
-pub const MAX_NAME_BYTES: usize = 256;
+/// log line should not carry an upstream's megabyte. The tracker follows no longer name either.
+pub const MAX_NAME_BYTES: usize = crate::core::lifecycle::track::MAX_NAME_BYTES;
 
 /// [`in_stream`] feeds the rewriter this much at a time and collects its observations after
 /// each piece, well within what the rewriter keeps between two collections.
@@ -124,7 +124,7 @@ impl Reported {
 /// `config`, sorted.
 pub fn in_stream(config: Arc<Config>, input: &[u8]) -> BTreeSet<String> {
     let now = Instant::now();
-    let mut rewriter = Rewriter::new(config);
+    let mut rewriter = Rewriter::new(config.settings());
     let mut names = BTreeSet::new();
     let mut collect = |rewriter: &mut Rewriter| {
         for observation in rewriter.take_observations() {

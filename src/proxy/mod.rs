@@ -356,7 +356,7 @@ impl Proxy {
         let now = tokio::time::Instant::now().into_std();
         let interval = config.progress.min_interval;
         let nonce = self.nonces.fetch_add(1, Ordering::Relaxed);
-        let mut rewriter = Rewriter::new(config)
+        let mut rewriter = Rewriter::new(config.settings())
             .with_wall_clock(SystemTime::now(), now)
             .with_progress_interval(interval)
             .with_client_functions(facts.client_functions)

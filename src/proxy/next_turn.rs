@@ -21,7 +21,7 @@ use crate::net::budget::{BodyBudget, Held, ReadError};
 pub fn owner(head: &Parts, config: &Config) -> Owner {
     let value = |name: &str| head.headers.get(name).map(HeaderValue::as_bytes);
     let authorization = value(header::AUTHORIZATION.as_str());
-    config.hosted.key.owner(authorization, value("api-key"))
+    Owner::of(&config.hosted.key, authorization, value("api-key"))
 }
 
 /// What mapping a body read whole needs.

@@ -79,7 +79,7 @@ pub fn rewrite_chunks<'a>(
     chunks: impl IntoIterator<Item = &'a [u8]>,
     now: Instant,
 ) -> Vec<u8> {
-    let mut rewriter = Rewriter::new(config.clone()).with_wall_clock(fixed_wall_clock(), now);
+    let mut rewriter = Rewriter::new(config.settings()).with_wall_clock(fixed_wall_clock(), now);
     let mut out = Vec::new();
     for chunk in chunks {
         out.extend_from_slice(&rewriter.feed(chunk, now));

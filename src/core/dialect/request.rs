@@ -9,7 +9,7 @@ use std::sync::Arc;
 use serde_json::value::RawValue;
 
 use super::members;
-use crate::core::profiles::openai::COMPANION_PREFIX;
+use crate::core::ids::COMPANION_PREFIX;
 
 /// The item types toolpulse's companions (and hosted items) have.
 pub const COMPANION_TYPES: &[&str] = &["mcp_call", "web_search_call", "file_search_call"];

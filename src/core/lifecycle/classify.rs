@@ -2,11 +2,12 @@
 //! whether a tool's output means it failed.
 
 use std::borrow::Cow;
+use std::sync::Arc;
 
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 use regex::RegexSet;
 
-use super::{Failure, Kind, Outcome};
+use super::call::{Failure, Kind, Outcome};
 
 /// Where a classification rule came from, for `toolpulse check`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -15,8 +16,9 @@ pub enum Origin {
     Default,
 }
 
+/// A `[[tools]]` rule (or a built-in one): names matching any of its patterns are of its kind.
 #[derive(Debug, Clone)]
-pub struct Rule {
+pub struct ToolRule {
     pub patterns: Vec<String>,
     pub kind: Kind,
     pub origin: Origin,
@@ -39,25 +41,27 @@ pub struct BadGlob {
     pub error: globset::Error,
 }
 
+/// Shared (cloned per stream's settings at the cost of a count): the rules and their compiled
+/// globs never change once built.
 #[derive(Debug, Clone)]
 pub struct Classifier {
-    rules: Vec<Rule>,
-    set: GlobSet,
+    rules: Arc<[ToolRule]>,
+    set: Arc<GlobSet>,
     /// For each glob in `set`, the index of its rule.
-    rule_of_glob: Vec<usize>,
+    rule_of_glob: Arc<[usize]>,
 }
 
 impl Classifier {
     /// Builds the classifier from the config's rules; the defaults are appended after them.
     pub fn new(config_rules: Vec<(Vec<String>, Kind)>) -> Result<Self, BadGlob> {
-        let defaults = DEFAULT_RULES.iter().map(|(patterns, kind)| Rule {
+        let defaults = DEFAULT_RULES.iter().map(|(patterns, kind)| ToolRule {
             patterns: patterns.iter().map(|p| p.to_string()).collect(),
             kind: *kind,
             origin: Origin::Default,
         });
-        let rules: Vec<Rule> = config_rules
+        let rules: Vec<ToolRule> = config_rules
             .into_iter()
-            .map(|(patterns, kind)| Rule {
+            .map(|(patterns, kind)| ToolRule {
                 patterns,
                 kind,
                 origin: Origin::Config,
@@ -86,9 +90,9 @@ impl Classifier {
             error,
         })?;
         Ok(Classifier {
-            rules,
-            set,
-            rule_of_glob,
+            rules: rules.into(),
+            set: Arc::new(set),
+            rule_of_glob: rule_of_glob.into(),
         })
     }
 
@@ -116,7 +120,7 @@ impl Classifier {
     }
 
     /// Every rule in the order tried, config rules first.
-    pub fn rules(&self) -> &[Rule] {
+    pub fn rules(&self) -> &[ToolRule] {
         &self.rules
     }
 }

@@ -14,16 +14,15 @@
 //! what else follows a call (the hosted items' kept pairs) keeps only what is not arguments.
 
 use std::borrow::Cow;
-use std::collections::HashSet;
 use std::time::Instant;
 
-use super::{
-    Call, Classifier, Failure, FailureRules, Kind, MAX_ARGUMENTS_BYTES, Outcome, OutputFacts,
-    Phase, ToolOutput, Transition,
+use super::call::{
+    Call, Failure, Kind, MAX_ARGUMENTS_BYTES, Outcome, Phase, ToolOutput, Transition,
 };
+use super::classify::{Classifier, FailureRules, OutputFacts};
 
 mod held;
-use held::{Hasher, Limit};
+use held::{Held, Limit};
 pub use held::{MAX_ID_BYTES, MAX_LEFT_ALONE, MAX_NAME_BYTES, Untracked, held_by};
 
 /// A `function_call` item as the upstream described it.
@@ -101,16 +100,9 @@ pub enum Deltas {
 pub struct Tracker {
     open: Vec<Call>,
     max_open_calls: usize,
-    /// What the open calls may hold together ([`held_by`]).
-    max_held_bytes: usize,
-    /// What they hold: the sum of [`held_by`] over `open`, kept as they change.
-    held_bytes: usize,
+    /// What the open calls hold, within their budget, and the calls left alone for a limit.
+    held: Held,
     deltas: Deltas,
-    /// Calls not tracked for a limit, and calls followed without their arguments.
-    pub untracked: Untracked,
-    /// The hashes of the call ids left alone, so that a call is counted once however many
-    /// events it has; at most [`MAX_LEFT_ALONE`] (later ones are counted at each event).
-    left_alone: HashSet<u64, Hasher>,
     /// Calls started at their done, never added (rule `call_done_not_added`).
     pub done_not_added: u64,
     /// Calls not tracked because a call with their item id was open (`call_item_id_repeated`).
@@ -122,13 +114,10 @@ impl Tracker {
         Tracker {
             open: Vec::new(),
             max_open_calls,
-            max_held_bytes: usize::MAX,
-            held_bytes: 0,
+            held: Held::new(usize::MAX),
             deltas: Deltas::WithArguments {
                 max_bytes: MAX_ARGUMENTS_BYTES,
             },
-            untracked: Untracked::default(),
-            left_alone: HashSet::default(),
             done_not_added: 0,
             item_id_repeated: 0,
         }
@@ -137,13 +126,18 @@ impl Tracker {
     /// Bounds what the open calls hold together (`[limits] max_open_call_bytes`; the default
     /// is no bound).
     pub fn with_max_held_bytes(mut self, max_held_bytes: usize) -> Self {
-        self.max_held_bytes = max_held_bytes;
+        self.held = Held::new(max_held_bytes);
         self
     }
 
     /// What the open calls hold now ([`held_by`] summed): at most `max_held_bytes`.
     pub fn held_bytes(&self) -> usize {
-        self.held_bytes
+        self.held.bytes()
+    }
+
+    /// Calls not tracked for a limit, and calls followed without their arguments.
+    pub fn untracked(&self) -> Untracked {
+        self.held.untracked
     }
 
     /// Sets what argument deltas report (the default carries everything).
@@ -174,7 +168,7 @@ impl Tracker {
                 let i = self.open.iter().position(|c| c.item_id == item_id);
                 if let Some(i) = i
                     && self.open[i].running_since.is_none()
-                    && self.append(i, &delta)
+                    && self.held.append(&mut self.open[i], &delta)
                     && self.deltas != Deltas::Off
                 {
                     out.push(Transition {
@@ -202,7 +196,7 @@ impl Tracker {
                     && self.open[i].running_since.is_none()
                 {
                     if let Some(arguments) = arguments {
-                        self.set_arguments(i, arguments);
+                        self.held.set_arguments(&mut self.open[i], arguments);
                     }
                     let call = &mut self.open[i];
                     call.running_since = Some(now);
@@ -214,7 +208,8 @@ impl Tracker {
             }
             Signal::Output { call_id, facts } => {
                 if let Some(i) = self.position(&call_id) {
-                    let call = self.remove(i);
+                    let call = self.open.remove(i);
+                    self.held.release(&call);
                     let outcome = failure.judge(&facts);
                     let output = ToolOutput {
                         text: facts.texts.join("\n"),
@@ -230,7 +225,7 @@ impl Tracker {
 
     /// Closes every open call as failed for lack of output (the stream ended).
     pub fn finish(&mut self, now: Instant, out: &mut Vec<Transition>) {
-        self.held_bytes = 0;
+        self.held.release_all();
         for call in self.open.drain(..) {
             out.push(finished(
                 call,
@@ -301,21 +296,25 @@ impl Tracker {
         }
         // Before the name is matched against every rule: a megabyte name costs nothing more.
         if item.name.len() > MAX_NAME_BYTES {
-            return self.leave(&item.call_id, Limit::NameBytes);
+            self.held.leave(&item.call_id, Limit::NameBytes);
+            return None;
         }
         if item.call_id.len() > MAX_ID_BYTES || item_id.len() > MAX_ID_BYTES {
-            return self.leave(&item.call_id, Limit::IdBytes);
+            self.held.leave(&item.call_id, Limit::IdBytes);
+            return None;
         }
         let (kind, rule) = classifier.classify_rule(&item.name);
         if kind == Kind::Ignore {
             return None;
         }
         if self.open.len() >= self.max_open_calls {
-            return self.leave(&item.call_id, Limit::OpenCalls);
+            self.held.leave(&item.call_id, Limit::OpenCalls);
+            return None;
         }
         let strings = item.name.len() + item.call_id.len() + item_id.len();
-        if strings + arguments_bytes > self.room() {
-            return self.leave(&item.call_id, Limit::HeldBytes);
+        if strings + arguments_bytes > self.held.room() {
+            self.held.leave(&item.call_id, Limit::HeldBytes);
+            return None;
         }
         let call = Call {
             item_id: item
@@ -341,7 +340,7 @@ impl Tracker {
         // One more place, not twice as many: most streams have one or two calls open at once,
         // and an open stream keeps what this holds.
         self.open.reserve_exact(1);
-        self.held_bytes += held_by(&call);
+        self.held.take(&call);
         self.open.push(call);
         Some(self.open.len() - 1)
     }

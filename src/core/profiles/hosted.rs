@@ -16,13 +16,10 @@
 
 use serde_json::{Value, json};
 
-use super::Context;
-use super::openai::{self, server_label};
+use super::context::Context;
+use super::item::{NO_OUTPUT, item_status, queries, server_label};
 use crate::core::lifecycle::{Call, Kind, Outcome, Phase, ToolOutput, Transition};
 use crate::core::sse::NewEvent;
-
-/// The error text of a call that ended without output.
-pub const NO_OUTPUT: &str = "The stream ended before the tool's output arrived.";
 
 /// Whether calls of `kind` get a hosted item.
 pub fn hosts(kind: Kind) -> bool {
@@ -33,11 +30,7 @@ pub fn hosts(kind: Kind) -> bool {
 pub fn item_id(call: &Call, context: &Context<'_>) -> String {
     match &call.hosted_id {
         Some(id) => id.to_string(),
-        None => context
-            .config
-            .hosted
-            .key
-            .id_for(&call.call_id, context.nonce),
+        None => context.settings.key.id_for(&call.call_id, context.nonce),
     }
 }
 
@@ -122,7 +115,7 @@ pub fn item(
     id: &str,
     end: Option<(&Outcome, Option<&ToolOutput>)>,
 ) -> Value {
-    let status = openai::item_status(end.map(|(outcome, _)| outcome));
+    let status = item_status(end.map(|(outcome, _)| outcome));
     let args: Value = match end {
         Some(_) => serde_json::from_str(&call.arguments).unwrap_or(Value::Null),
         None => Value::Null,
@@ -176,17 +169,6 @@ pub fn item(
     }
 }
 
-/// A file search's queries from its arguments: `queries` (strings), else `[query]`.
-pub fn queries(args: &Value) -> Value {
-    match (args.get("queries"), args.get("query")) {
-        (Some(Value::Array(list)), _) if list.iter().all(Value::is_string) => {
-            Value::Array(list.clone())
-        }
-        (_, Some(query @ Value::String(_))) => Value::Array(vec![query.clone()]),
-        _ => json!([]),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use std::time::{Duration, Instant};
@@ -214,9 +196,9 @@ mod tests {
     }
 
     fn render_phase(kind: Kind, phase: Phase) -> Vec<NewEvent> {
-        let config = Config::default();
+        let settings = Config::default().settings();
         let context = Context {
-            config: &config,
+            settings: &settings,
             wall: None,
             hosted: true,
             nonce: 0,

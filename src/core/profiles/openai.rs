@@ -19,17 +19,12 @@
 
 use serde_json::{Value, json};
 
-use super::Context;
+use super::context::Context;
+use super::item::{NO_OUTPUT, item_status, queries, server_label};
 use crate::core::lifecycle::{Call, Kind, Outcome, Phase, ToolOutput, Transition};
 use crate::core::sse::NewEvent;
 
-/// The prefix of companion item ids: toolpulse recognizes its own items by it.
-pub const COMPANION_PREFIX: &str = "tp_";
-
-/// `server_label` of an MCP companion whose `[[tools]]` rule names none.
-pub const DEFAULT_SERVER_LABEL: &str = "gateway";
-
-const NO_OUTPUT: &str = "The stream ended before the tool's output arrived.";
+pub use crate::core::ids::COMPANION_PREFIX;
 
 pub fn shows(kind: Kind) -> bool {
     matches!(kind, Kind::Mcp | Kind::WebSearch | Kind::FileSearch)
@@ -69,31 +64,6 @@ pub fn render(transition: &Transition, context: &Context<'_>, out: &mut Vec<NewE
         }
         _ => {}
     }
-}
-
-/// Profile `progress` (with `openai`): `response.<kind>_call.progress` on the call's companion
-/// at each progress report. OpenAI defines no such event, and openai-node's stream helper
-/// throws on unknown types, so this is opt-in.
-pub fn render_progress(transition: &Transition, context: &Context<'_>, out: &mut Vec<NewEvent>) {
-    let call = &transition.call;
-    let (Phase::Progress { report, .. }, Some(index)) = (&transition.phase, call.companion) else {
-        return;
-    };
-    let event_type = match call.kind {
-        Kind::Mcp => "response.mcp_call.progress",
-        Kind::WebSearch => "response.web_search_call.progress",
-        Kind::FileSearch => "response.file_search_call.progress",
-        Kind::Function | Kind::Ignore => return,
-    };
-    let item_id = match context.hosted {
-        true => super::hosted::item_id(call, context),
-        false => companion_id(call),
-    };
-    let event = NewEvent::new(event_type)
-        .with("item_id", item_id)
-        .with("output_index", index)
-        .with("name", call.name.as_str());
-    out.push(super::text::with_progress(event, report));
 }
 
 /// Profile `openai-inline`: the events on the `function_call` item itself.
@@ -150,23 +120,6 @@ fn lifecycle(
     }
 }
 
-/// The `server_label` of an MCP call's item: its `[[tools]]` rule's, else the default.
-pub fn server_label<'a>(call: &Call, context: &'a Context<'_>) -> &'a str {
-    context
-        .templates(call)
-        .and_then(|t| t.server_label.as_deref())
-        .unwrap_or(DEFAULT_SERVER_LABEL)
-}
-
-/// The `status` of a native item (companion or hosted): in progress until the call's outcome.
-pub fn item_status(outcome: Option<&Outcome>) -> &'static str {
-    match outcome {
-        None => "in_progress",
-        Some(Outcome::Completed) => "completed",
-        Some(Outcome::Failed(_)) => "failed",
-    }
-}
-
 /// The companion item: in progress (`end` is `None`) or in its final state.
 fn companion_item(
     call: &Call,
@@ -178,7 +131,7 @@ fn companion_item(
     let args: Value = serde_json::from_str(&call.arguments).unwrap_or(Value::Null);
     match call.kind {
         Kind::Mcp => {
-            let sanitizer = &context.config.sanitizer;
+            let sanitizer = &context.settings.sanitizer;
             let label = server_label(call, context);
             let mut item = json!({
                 "type": "mcp_call",
@@ -207,15 +160,12 @@ fn companion_item(
         Kind::WebSearch => {
             let mut action = json!({"type": "search"});
             if let Some(query) = args.get("query").filter(|q| q.is_string()) {
-                action["query"] = context.config.sanitizer.value(query.clone());
+                action["query"] = context.settings.sanitizer.value(query.clone());
             }
             json!({"type": "web_search_call", "id": id, "status": status, "action": action})
         }
         _ => {
-            let queries = context
-                .config
-                .sanitizer
-                .value(super::hosted::queries(&args));
+            let queries = context.settings.sanitizer.value(queries(&args));
             json!({"type": "file_search_call", "id": id, "status": status, "queries": queries})
         }
     }
@@ -228,6 +178,7 @@ mod tests {
     use super::*;
     use crate::config::Config;
     use crate::core::lifecycle::Failure;
+    use crate::core::profiles::item::DEFAULT_SERVER_LABEL;
 
     fn call(kind: Kind, running: bool) -> Call {
         let now = Instant::now();
@@ -248,9 +199,9 @@ mod tests {
     }
 
     fn events(kind: Kind, phase: Phase, running: bool) -> Vec<NewEvent> {
-        let config = Config::default();
+        let settings = Config::default().settings();
         let context = Context {
-            config: &config,
+            settings: &settings,
             wall: None,
             hosted: false,
             nonce: 0,

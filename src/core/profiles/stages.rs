@@ -12,13 +12,14 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::{Context, text};
+use super::context::Context;
+use super::text;
 use crate::core::lifecycle::{Outcome, Phase, Transition};
 use crate::core::sse::NewEvent;
 
 pub fn render(transition: &Transition, context: &Context<'_>, out: &mut Vec<NewEvent>) {
     let call = &transition.call;
-    let sanitizer = &context.config.sanitizer;
+    let sanitizer = &context.settings.sanitizer;
     let block = |stage: &'static str, parameters: String| {
         NewEvent::data_only("tool.stage")
             .with("stage", stage)

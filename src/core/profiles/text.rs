@@ -6,17 +6,17 @@ use std::time::SystemTime;
 
 use serde_json::Value;
 
-use super::Context;
-use crate::core::lifecycle::{Call, Failure, ToolOutput};
+use super::context::Context;
+use crate::core::lifecycle::{Call, Failure, Progress, ToolOutput};
 use crate::core::sse::NewEvent;
 
 /// The call's arguments as a sanitized JSON value (a string when they are not JSON).
 pub fn arguments(context: &Context<'_>, call: &Call) -> Value {
-    context.config.sanitizer.text(&call.arguments)
+    context.settings.sanitizer.text(&call.arguments)
 }
 
 /// Adds a progress report's `progress`, `total` and `message` (the last two when present).
-pub fn with_progress(event: NewEvent, report: &crate::features::progress::Progress) -> NewEvent {
+pub fn with_progress(event: NewEvent, report: &Progress) -> NewEvent {
     event
         .with("progress", number(report.progress))
         .maybe("total", report.total.map(number))
@@ -124,7 +124,7 @@ pub fn failure_message(
     failure: &Failure,
     output: Option<&ToolOutput>,
 ) -> String {
-    let sanitizer = &context.config.sanitizer;
+    let sanitizer = &context.settings.sanitizer;
     let text = output
         .map(|o| o.text.as_str())
         .filter(|t| !t.trim().is_empty());
@@ -223,9 +223,9 @@ mod tests {
 
     #[test]
     fn error_messages_are_not_requoted() {
-        let config = crate::config::Config::default();
+        let settings = crate::config::Config::default().settings();
         let context = Context {
-            config: &config,
+            settings: &settings,
             wall: None,
             hosted: false,
             nonce: 0,

@@ -5,8 +5,9 @@
 //! from the tool's template (left out when a placeholder has no value); `error.kind` from the
 //! failure rule that matched; `ts` is RFC 3339 UTC with milliseconds. Payloads are sanitized.
 
+use super::context::Context;
+use super::text;
 use super::tool_call::millis;
-use super::{Context, text};
 use crate::core::lifecycle::{Outcome, Phase, Transition};
 use crate::core::sse::NewEvent;
 
@@ -53,13 +54,13 @@ pub fn render(transition: &Transition, context: &Context<'_>, out: &mut Vec<NewE
                     head("tool_end")
                         .with("status", "success")
                         .with("duration_ms", millis(duration))
-                        .with("result", context.config.sanitizer.text(text))
+                        .with("result", context.settings.sanitizer.text(text))
                         .maybe("ts", ts)
                 }
                 Outcome::Failed(failure) => {
                     let error = serde_json::json!({
                         "message": text::failure_message(context, failure, output),
-                        "kind": context.config.failure.kind_of(failure),
+                        "kind": context.settings.failure.kind_of(failure),
                     });
                     head("tool_error")
                         .with("status", "error")

@@ -6,7 +6,8 @@
 
 use serde_json::Value;
 
-use super::{Context, text};
+use super::context::Context;
+use super::text;
 use crate::core::lifecycle::{Outcome, Phase, Transition};
 use crate::core::sse::NewEvent;
 
@@ -37,7 +38,7 @@ pub fn render(transition: &Transition, context: &Context<'_>, out: &mut Vec<NewE
                     let args = text::arguments(context, call);
                     let count = text::result_count(context, call, &json);
                     let sent = text::has_content(output)
-                        .then(|| output.map(|o| context.config.sanitizer.text(&o.text)))
+                        .then(|| output.map(|o| context.settings.sanitizer.text(&o.text)))
                         .flatten();
                     NewEvent::data_only("tool_call_end")
                         .with("toolCallId", id)

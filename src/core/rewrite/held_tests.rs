@@ -5,6 +5,7 @@
 use std::time::Instant;
 
 use super::*;
+use crate::config::Config;
 
 fn ev(json: &str) -> Vec<u8> {
     let kind = json.split('"').nth(3).expect("type first");
@@ -12,14 +13,17 @@ fn ev(json: &str) -> Vec<u8> {
 }
 
 fn hosted(max_open_call_bytes: usize) -> Rewriter {
-    Rewriter::new(Arc::new(Config {
-        heartbeat: Duration::ZERO,
-        limits: crate::config::Limits {
-            max_open_call_bytes,
-            ..Config::default().limits
-        },
-        ..Config::default()
-    }))
+    Rewriter::new(
+        Config {
+            heartbeat: Duration::ZERO,
+            limits: crate::config::Limits {
+                max_open_call_bytes,
+                ..Config::default().limits
+            },
+            ..Config::default()
+        }
+        .settings(),
+    )
     .with_profiles(vec![Profile::Hosted])
 }
 
@@ -148,10 +152,13 @@ fn calls_past_the_budget_or_the_name_cap_pass_as_sent() {
 fn no_injection_after_the_largest_sequence_number() {
     let t0 = Instant::now();
     let max = u64::MAX;
-    let mut r = Rewriter::new(Arc::new(Config {
-        heartbeat: Duration::ZERO,
-        ..Config::default()
-    }))
+    let mut r = Rewriter::new(
+        Config {
+            heartbeat: Duration::ZERO,
+            ..Config::default()
+        }
+        .settings(),
+    )
     .with_profiles(vec![Profile::OpenAi]);
     let added = format!(
         r#"{{"type":"response.output_item.added","sequence_number":{},"output_index":0,"item":{{"id":"fc_1","type":"function_call","name":"web_search","call_id":"c1","arguments":""}}}}"#,

@@ -24,15 +24,15 @@ use std::time::{Duration, Instant, SystemTime};
 use bytes::{Bytes, BytesMut};
 use memchr::memmem;
 
-use crate::config::Config;
 use crate::core::dialect::responses::{self, Number};
+use crate::core::lifecycle::Progress;
 use crate::core::lifecycle::{
     Deltas, Kind, NativeItem, Outcome, Phase, Signal, Tracker, Transition, Untracked,
 };
 use crate::core::profiles::{self, Context, Profile, openai};
 use crate::core::rules::Rule;
+use crate::core::settings::Settings;
 use crate::core::sse::{self, Event, Item, NewEvent, Parser};
-use crate::features::progress::Progress;
 use companions::Companions;
 use hosted::HostedItems;
 use index::OutputIndices;
@@ -137,7 +137,7 @@ pub struct Stats {
 }
 
 pub struct Rewriter {
-    config: Arc<Config>,
+    settings: Arc<Settings>,
     profiles: Vec<Profile>,
     parser: Parser,
     tracker: Tracker,
@@ -183,15 +183,15 @@ pub struct Rewriter {
 }
 
 impl Rewriter {
-    /// A rewriter for one stream, with the config's profiles (`[events] profiles`).
-    pub fn new(config: Arc<Config>) -> Self {
-        let profiles = config.events.profiles.clone();
+    /// A rewriter for one stream, with the settings' profiles (`[events] profiles`).
+    pub fn new(settings: Arc<Settings>) -> Self {
+        let profiles = settings.profiles.clone();
         Rewriter {
-            parser: Parser::new(config.limits.max_event_bytes),
-            tracker: Tracker::new(config.limits.max_open_calls)
-                .with_max_held_bytes(config.limits.max_open_call_bytes)
-                .with_deltas(deltas_for(&profiles, &config)),
-            config,
+            parser: Parser::new(settings.limits.max_event_bytes),
+            tracker: Tracker::new(settings.limits.max_open_calls)
+                .with_max_held_bytes(settings.limits.max_open_call_bytes)
+                .with_deltas(deltas_for(&profiles, &settings)),
+            settings,
             profiles,
             wall_clock: None,
             numbering: Numbering::default(),
@@ -228,7 +228,7 @@ impl Rewriter {
     pub fn with_profiles(mut self, profiles: Vec<Profile>) -> Self {
         self.tracker = self
             .tracker
-            .with_deltas(deltas_for(&profiles, &self.config));
+            .with_deltas(deltas_for(&profiles, &self.settings));
         self.profiles = profiles;
         self
     }
@@ -291,7 +291,7 @@ impl Rewriter {
         violations.add(Rule::CallDoneNotAdded, self.tracker.done_not_added);
         violations.add(Rule::CallItemIdRepeated, self.tracker.item_id_repeated);
         Stats {
-            untracked: self.tracker.untracked,
+            untracked: self.tracker.untracked(),
             numbers_exhausted: self.numbering.exhausted,
             unlisted_companions: self.companions.unlisted,
             progress_coalesced: self.pacer.coalesced,
@@ -362,7 +362,7 @@ impl Rewriter {
     /// When a heartbeat comment is due: only while a call shown by a profile is running, the
     /// interval is not zero, and no half-sent event is open on the client side.
     pub fn next_heartbeat(&self) -> Option<Instant> {
-        let interval = self.config.heartbeat;
+        let interval = self.settings.heartbeat;
         if interval.is_zero() || self.parser.is_mid_event_output() {
             return None;
         }
@@ -740,7 +740,7 @@ impl Rewriter {
             let eligible = transition.phase == Phase::Started
                 && call.companion.is_none()
                 && profiles::hosted::hosts(call.kind)
-                && call.call_id.len() <= crate::features::hosted::id::MAX_CALL_ID_BYTES
+                && call.call_id.len() <= crate::core::lifecycle::track::MAX_ID_BYTES
                 && !self.client_functions.contains(&call.name)
                 && !self.hosted.was_seen(&call.call_id)
                 && !self.hosted.is_full();
@@ -750,7 +750,7 @@ impl Rewriter {
             let index = self.indices.map(upstream);
             let call_id = call.call_id.clone();
             let nonce = response_nonce(self.nonce, self.responses);
-            let id: Arc<str> = self.config.hosted.key.id_for(&call_id, nonce).into();
+            let id: Arc<str> = self.settings.key.id_for(&call_id, nonce).into();
             self.hosted.open(&call_id, &call.item_id, upstream);
             self.tracker.set_hosted(&call_id, index, &id);
             // The call's later transitions (already queued with it) show the item too.
@@ -774,12 +774,12 @@ impl Rewriter {
     }
 
     fn track(&mut self, signal: Signal<'_>, now: Instant) {
-        let config = &self.config;
+        let settings = &self.settings;
         self.tracker.on_signal(
             signal,
             now,
-            &config.classifier,
-            &config.failure,
+            &settings.classifier,
+            &settings.failure,
             &mut self.transitions,
         );
     }
@@ -875,7 +875,7 @@ impl Rewriter {
     pub fn progress(&mut self, call_id: &str, report: Progress, now: Instant) -> Bytes {
         if self.tracker.call(call_id).is_some() {
             let message = report.message.map(|m| {
-                match self.config.sanitizer.value(serde_json::Value::String(m)) {
+                match self.settings.sanitizer.value(serde_json::Value::String(m)) {
                     serde_json::Value::String(m) => m,
                     other => other.to_string(),
                 }
@@ -928,9 +928,9 @@ impl Rewriter {
             .wall_clock
             .map(|(wall, at)| wall + now.saturating_duration_since(at));
         // Injections are rare (a few per tool call): an Arc clone here is nothing.
-        let config = self.config.clone();
+        let settings = self.settings.clone();
         let context = Context {
-            config: &config,
+            settings: &settings,
             wall,
             hosted: self.is_hosted(),
             nonce: response_nonce(self.nonce, self.responses),
@@ -970,7 +970,7 @@ impl Rewriter {
                 self.hosted.take_call_item(&transition.call.call_id);
                 let error_kind = match &outcome {
                     Outcome::Completed => None,
-                    Outcome::Failed(failure) => Some(self.config.failure.kind_of(failure)),
+                    Outcome::Failed(failure) => Some(self.settings.failure.kind_of(failure)),
                 };
                 self.observe(Observation::CallFinished {
                     call_id: transition.call.call_id,
@@ -1067,9 +1067,9 @@ enum Fold {
 /// name (when it has one), the same arguments (when both have them; as JSON values).
 /// What argument deltas must carry for `profiles` to render them: `stages` shows the arguments
 /// so far (up to `max_payload_bytes`), `hosted` the chunk (of MCP calls), the others nothing.
-fn deltas_for(profiles: &[Profile], config: &Config) -> Deltas {
+fn deltas_for(profiles: &[Profile], settings: &Settings) -> Deltas {
     if profiles.contains(&Profile::Stages) {
-        let max_bytes = config.sanitizer.max_payload_bytes();
+        let max_bytes = settings.sanitizer.max_payload_bytes();
         Deltas::WithArguments { max_bytes }
     } else if profiles.contains(&Profile::Hosted) {
         Deltas::Chunks

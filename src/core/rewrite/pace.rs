@@ -6,7 +6,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::features::progress::Progress;
+use crate::core::lifecycle::Progress;
 
 #[derive(Debug)]
 struct Paced {

@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use super::unread::MAX_UNREAD_COPY;
 use super::*;
-use crate::features::progress::Progress;
+use crate::config::Config;
+use crate::core::lifecycle::Progress;
 
 const ADDED: &str = r#"{"type":"response.output_item.added","sequence_number":1,"output_index":0,"item":{"id":"fc_1","type":"function_call","name":"web_search","call_id":"c1","arguments":""}}"#;
 const DONE: &str = r#"{"type":"response.output_item.done","sequence_number":2,"output_index":0,"item":{"id":"fc_1","type":"function_call","name":"web_search","call_id":"c1","arguments":"{}"}}"#;
@@ -19,10 +20,13 @@ fn ev(json: &str) -> Vec<u8> {
 /// A rewriter with the companion shape (`openai`), which these tests are written against;
 /// `hosted` has its own tests below and in `profiles::hosted`.
 fn rewriter(heartbeat_ms: u64) -> Rewriter {
-    Rewriter::new(Arc::new(Config {
-        heartbeat: Duration::from_millis(heartbeat_ms),
-        ..Config::default()
-    }))
+    Rewriter::new(
+        Config {
+            heartbeat: Duration::from_millis(heartbeat_ms),
+            ..Config::default()
+        }
+        .settings(),
+    )
     .with_profiles(vec![Profile::OpenAi])
 }
 
@@ -132,7 +136,7 @@ fn eof_inside_an_oversize_event_injects_nothing_into_it() {
     let t0 = Instant::now();
     let mut config = Config::default();
     config.limits.max_event_bytes = 1024;
-    let mut r = Rewriter::new(Arc::new(config));
+    let mut r = Rewriter::new(config.settings());
     r.feed(&ev(ADDED), t0);
     r.feed(&ev(DONE), t0);
     let big = format!("data: {}", "x".repeat(2000));
@@ -296,14 +300,17 @@ fn progress_is_paced_numbered_and_its_last_report_precedes_the_end() {
 #[test]
 fn progress_waits_for_a_half_forwarded_event() {
     let t0 = Instant::now();
-    let mut r = Rewriter::new(Arc::new(Config {
-        heartbeat: Duration::ZERO,
-        limits: crate::config::Limits {
-            max_event_bytes: 512,
-            ..Config::default().limits
-        },
-        ..Config::default()
-    }))
+    let mut r = Rewriter::new(
+        Config {
+            heartbeat: Duration::ZERO,
+            limits: crate::config::Limits {
+                max_event_bytes: 512,
+                ..Config::default().limits
+            },
+            ..Config::default()
+        }
+        .settings(),
+    )
     .with_profiles(vec![Profile::Stages]);
     r.feed(&ev(ADDED), t0);
     r.feed(&ev(DONE), t0);

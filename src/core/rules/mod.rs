@@ -1,7 +1,7 @@
 //! The rules of a Responses stream that toolpulse repairs (or works around) where the upstream
 //! breaks them: one list (docs/stream-rules.md), counted per stream in [`Violations`] and
 //! exported as `toolpulse_upstream_violations_total{rule}`; the invariant checker holds every
-//! output to the same list. [`items::Items`] counts the item rules as the rewriter reads.
+//! output to the same list. The item rules are counted as the rewriter reads (`Items`).
 
 pub mod items;
 

@@ -40,15 +40,16 @@ pub fn present(
         .filter(|(call_id, name)| {
             hosted::hosts(config.classifier.classify_rule(name).0)
                 && !client_functions.iter().any(|f| f == name)
-                && call_id.len() <= super::id::MAX_CALL_ID_BYTES
+                && call_id.len() <= crate::core::ids::MAX_CALL_ID_BYTES
         })
         .map(|(call_id, _)| call_id.to_string())
         .collect();
     if hosted_calls.is_empty() {
         return None;
     }
+    let settings = config.settings();
     let context = Context {
-        config,
+        settings: &settings,
         wall: None,
         hosted: true,
         nonce,
@@ -93,7 +94,7 @@ fn hosted_item(
 ) -> (Value, String) {
     let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
     let name = text(&call["name"]);
-    let (kind, rule) = context.config.classifier.classify_rule(&name);
+    let (kind, rule) = context.settings.classifier.classify_rule(&name);
     let call = Call {
         call_id: text(&call["call_id"]),
         item_id: text(&call["id"]),
@@ -128,7 +129,7 @@ fn hosted_item(
                 error,
                 texts,
             };
-            let outcome = context.config.failure.judge(&facts);
+            let outcome = context.settings.failure.judge(&facts);
             let tool_output = ToolOutput {
                 text: facts.texts.join("\n"),
                 error: facts.error.map(Cow::into_owned),

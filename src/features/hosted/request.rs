@@ -16,7 +16,7 @@ use super::shared::Found;
 use crate::core::dialect::request::{
     COMPANION_TYPES, ItemHead, Replace, Rewritten, is_object, repeated_key, rewrite_input,
 };
-use crate::core::profiles::openai::COMPANION_PREFIX;
+use crate::core::ids::COMPANION_PREFIX;
 use crate::metrics::Mapping;
 
 /// What the text of an output that could not be kept says.

@@ -138,13 +138,8 @@ pub(crate) fn random_u64() -> u64 {
     hasher.finish()
 }
 
-/// One progress report, as MCP's `notifications/progress` carries it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Progress {
-    pub progress: f64,
-    pub total: Option<f64>,
-    pub message: Option<String>,
-}
+/// One progress report, as MCP's `notifications/progress` carries it: the core's value.
+pub use crate::core::lifecycle::Progress;
 
 /// A `tools/call` the MCP front forwards, as far as correlation needs it.
 #[derive(Debug, Clone, PartialEq)]

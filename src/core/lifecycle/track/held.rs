@@ -1,23 +1,24 @@
 //! What one stream's open calls hold, and the limits on it: the caps on names and ids, the
 //! per-stream budget (`[limits] max_open_call_bytes`) and the per-call cap on arguments. The
-//! tracker keeps [`Tracker::held_bytes`] equal to the sum of [`held_by`] over its open calls
-//! at every step; a call left alone is counted once ([`Untracked`]).
+//! tracker keeps [`Held::bytes`] equal to the sum of [`held_by`] over its open calls at every
+//! step, by telling [`Held`] of every call it takes and releases; a call left alone is counted
+//! once ([`Untracked`]).
 
 use std::borrow::Cow;
+use std::collections::HashSet;
 use std::hash::BuildHasher;
 
-use super::Tracker;
-use crate::core::lifecycle::{Call, MAX_ARGUMENTS_BYTES};
+use crate::core::lifecycle::call::{Call, MAX_ARGUMENTS_BYTES};
 
 /// The longest tool name followed. OpenAI allows 64 characters (`^[a-zA-Z0-9_-]{1,64}$`); MCP
-/// gateways prefix the server's name (`server__tool`), so four times as much is generous, and
-/// the same bound as the log's for names ([`crate::features::unconfigured::MAX_NAME_BYTES`]).
+/// gateways prefix the server's name (`server__tool`), so four times as much is generous. The
+/// log of tools without a rule names tools up to the same length.
 pub const MAX_NAME_BYTES: usize = 256;
 
 /// The longest call id or item id followed. Gateways' ids are 20 to 60 bytes (`call_…`,
 /// `fc_…`, `toolu_…`); a hosted item's id carries its call id, and is only made for call ids up
-/// to the same length ([`crate::features::hosted::id::MAX_CALL_ID_BYTES`]).
-pub const MAX_ID_BYTES: usize = crate::features::hosted::id::MAX_CALL_ID_BYTES;
+/// to the same length.
+pub const MAX_ID_BYTES: usize = 256;
 
 /// Calls the tracker left alone for a limit, by limit (their events pass as the upstream sent
 /// them), and calls followed without their arguments.
@@ -62,7 +63,7 @@ pub const MAX_LEFT_ALONE: usize = 4096;
 
 /// Call ids are the upstream's: foldhash's per-process random seed keeps them from being
 /// chosen to collide.
-pub(super) type Hasher = foldhash::fast::RandomState;
+type Hasher = foldhash::fast::RandomState;
 
 /// Why a call was left alone.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -79,16 +80,44 @@ pub fn held_by(call: &Call) -> usize {
     call.name.len() + call.call_id.len() + call.item_id.len() + call.arguments.capacity()
 }
 
-impl Tracker {
+/// What the open calls hold against their budget, and the calls left alone for a limit.
+#[derive(Debug, Clone)]
+pub(super) struct Held {
+    /// What the open calls may hold together ([`held_by`]).
+    max_bytes: usize,
+    /// What they hold: the sum of [`held_by`] over the open calls, kept as they change.
+    bytes: usize,
+    /// Calls not tracked for a limit, and calls followed without their arguments.
+    pub untracked: Untracked,
+    /// The hashes of the call ids left alone, so that a call is counted once however many
+    /// events it has; at most [`MAX_LEFT_ALONE`] (later ones are counted at each event).
+    left_alone: HashSet<u64, Hasher>,
+}
+
+impl Held {
+    pub fn new(max_bytes: usize) -> Self {
+        Held {
+            max_bytes,
+            bytes: 0,
+            untracked: Untracked::default(),
+            left_alone: HashSet::default(),
+        }
+    }
+
+    /// What the open calls hold now.
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+
     /// Leaves call `call_id` alone for `limit`: counted at its first event.
-    pub(super) fn leave(&mut self, call_id: &str, limit: Limit) -> Option<usize> {
+    pub fn leave(&mut self, call_id: &str, limit: Limit) {
         let hash = self.left_alone.hasher().hash_one(call_id);
         if self.left_alone.len() < MAX_LEFT_ALONE {
             if !self.left_alone.insert(hash) {
-                return None;
+                return;
             }
         } else if self.left_alone.contains(&hash) {
-            return None;
+            return;
         }
         let u = &mut self.untracked;
         *match limit {
@@ -97,25 +126,31 @@ impl Tracker {
             Limit::IdBytes => &mut u.id_bytes,
             Limit::HeldBytes => &mut u.held_bytes,
         } += 1;
-        None
     }
 
-    /// Takes open call `i` out, with what it held.
-    pub(super) fn remove(&mut self, i: usize) -> Call {
-        let call = self.open.remove(i);
-        self.held_bytes -= held_by(&call);
-        call
+    /// A call is now open, with what it holds.
+    pub fn take(&mut self, call: &Call) {
+        self.bytes += held_by(call);
+    }
+
+    /// An open call is taken out, with what it held.
+    pub fn release(&mut self, call: &Call) {
+        self.bytes -= held_by(call);
+    }
+
+    /// Every open call is taken out.
+    pub fn release_all(&mut self) {
+        self.bytes = 0;
     }
 
     /// What the open calls may still take.
-    pub(super) fn room(&self) -> usize {
-        self.max_held_bytes.saturating_sub(self.held_bytes)
+    pub fn room(&self) -> usize {
+        self.max_bytes.saturating_sub(self.bytes)
     }
 
-    /// Drops open call `i`'s arguments (over a limit): it is followed on without them.
-    pub(super) fn drop_arguments(&mut self, i: usize) {
-        let call = &mut self.open[i];
-        self.held_bytes -= call.arguments.capacity();
+    /// Drops open `call`'s arguments (over a limit): it is followed on without them.
+    fn drop_arguments(&mut self, call: &mut Call) {
+        self.bytes -= call.arguments.capacity();
         call.arguments = String::new();
         if !call.arguments_truncated {
             call.arguments_truncated = true;
@@ -123,43 +158,39 @@ impl Tracker {
         }
     }
 
-    /// Appends to open call `i`'s arguments, within [`MAX_ARGUMENTS_BYTES`] and the stream's
+    /// Appends to open `call`'s arguments, within [`MAX_ARGUMENTS_BYTES`] and the stream's
     /// room; false once they are dropped. Grows as `String` does (doubling), but never past
     /// the room: a call near the budget takes only what it needs.
-    pub(super) fn append(&mut self, i: usize, text: &str) -> bool {
-        let call = &self.open[i];
+    pub fn append(&mut self, call: &mut Call, text: &str) -> bool {
         if call.arguments_truncated {
             return false;
         }
         let (length, capacity) = (call.arguments.len(), call.arguments.capacity());
         let needed = length + text.len();
         if needed > MAX_ARGUMENTS_BYTES || needed > capacity + self.room() {
-            self.drop_arguments(i);
+            self.drop_arguments(call);
             return false;
         }
         if needed > capacity {
             let grown = needed.max(capacity.saturating_mul(2).min(capacity + self.room()));
-            self.open[i].arguments.reserve_exact(grown - length);
+            call.arguments.reserve_exact(grown - length);
         }
-        let call = &mut self.open[i];
         call.arguments.push_str(text);
-        self.held_bytes = self.held_bytes - capacity + call.arguments.capacity();
+        self.bytes = self.bytes - capacity + call.arguments.capacity();
         true
     }
 
-    /// Replaces open call `i`'s arguments with the final ones, held at their length, unless
+    /// Replaces open `call`'s arguments with the final ones, held at their length, unless
     /// they are over [`MAX_ARGUMENTS_BYTES`] or the stream's room.
-    pub(super) fn set_arguments(&mut self, i: usize, arguments: Cow<'_, str>) {
-        let call = &mut self.open[i];
-        self.held_bytes -= call.arguments.capacity();
+    pub fn set_arguments(&mut self, call: &mut Call, arguments: Cow<'_, str>) {
+        self.bytes -= call.arguments.capacity();
         call.arguments = String::new();
         if arguments.len() > MAX_ARGUMENTS_BYTES || arguments.len() > self.room() {
-            return self.drop_arguments(i);
+            return self.drop_arguments(call);
         }
         let mut arguments = arguments.into_owned();
         arguments.shrink_to_fit();
-        self.held_bytes += arguments.capacity();
-        let call = &mut self.open[i];
+        self.bytes += arguments.capacity();
         call.arguments = arguments;
         call.arguments_truncated = false;
     }
