@@ -1,12 +1,13 @@
 //! Whether a connection is in use: how many of its requests are in flight (from the head read
 //! to the response body's end), and since when none is. A connection none of whose requests
-//! is in flight is idle, and an idle connection is closed after a while ([`super::watched`]).
+//! is in flight is idle, and an idle connection is closed after a while (by the listener's
+//! `watched`, which reads this).
 //!
 //! And, for HTTP/2, which responses wait for the client: a response body that gave hyper a
 //! frame is not asked for the next one until the client's flow-control window (or its TCP
 //! window) has room, so a frame given and not followed by another ask is a response the
-//! client is not taking. The oldest such wait is what [`super::watched`] holds against the
-//! send timeout (HTTP/1's own server times its writes itself).
+//! client is not taking. The oldest such wait is what `watched` holds against the send timeout
+//! (HTTP/1's own server times its writes itself).
 
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};

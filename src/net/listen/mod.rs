@@ -12,8 +12,8 @@
 //!   [`h1::conn`] times its writes; HTTP/2: a frame given to hyper and not followed by another
 //!   ask, [`activity`]);
 //! - at most `max_streams_per_connection` concurrent HTTP/2 streams;
-//! - request bodies: see [`crate::net::budget`] (a deadline, and a global budget for the
-//!   bodies toolpulse reads whole, with a share per peer address and per connection).
+//! - request bodies: see `net::budget` (a deadline, and a global budget for the bodies
+//!   toolpulse reads whole, with a share per peer address and per connection).
 
 pub mod activity;
 pub mod h1;

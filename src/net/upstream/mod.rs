@@ -51,7 +51,7 @@ pub enum UpstreamError {
 /// Connections to the one upstream of a proxy.
 pub struct Upstream {
     connector: HttpsConnector<HttpConnector>,
-    pool: Arc<Pool>,
+    pool: Arc<Pool<Connection>>,
     /// The shared connection, when the upstream chose HTTP/2.
     http2: Mutex<Option<http2::SendRequest<Outgoing>>>,
 }

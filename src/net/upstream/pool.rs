@@ -5,6 +5,7 @@
 //!
 //! Written here rather than taken from hyper-util: its pool comes with its client, which gives
 //! every connection a task of its own (see the module above), and holds hyper's connections.
+//! It holds any [`Reusable`] connection: toolpulse's own HTTP/1 ones.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -12,8 +13,6 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::time::Instant;
-
-use super::h1::conn::Connection;
 
 /// Idle connections closed after this long (gateways often close at 60–120 s).
 pub const POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
@@ -23,14 +22,20 @@ pub const POOL_MAX_IDLE: usize = 128;
 /// How often waiting connections are checked (the upstream may close them).
 pub const REAP_EVERY: Duration = Duration::from_secs(10);
 
+/// A connection that may be kept for another request.
+pub trait Reusable: Send + 'static {
+    /// Whether it can still take a request; looks without waiting.
+    fn is_open(&mut self) -> bool;
+}
+
 /// A connection with no request on it.
-pub struct Idle {
-    pub conn: Box<Connection>,
+pub struct Idle<C> {
+    pub conn: Box<C>,
     since: Instant,
 }
 
-impl Idle {
-    pub fn new(conn: Box<Connection>) -> Idle {
+impl<C: Reusable> Idle<C> {
+    pub fn new(conn: Box<C>) -> Idle<C> {
         Idle {
             conn,
             since: Instant::now(),
@@ -48,15 +53,24 @@ impl Idle {
     }
 }
 
-#[derive(Default)]
-pub struct Pool {
+/// The idle connections to one upstream, and whether a reaper runs for them.
+pub struct Pool<C> {
     /// Oldest first.
-    idle: Mutex<VecDeque<Idle>>,
+    idle: Mutex<VecDeque<Idle<C>>>,
     reaping: AtomicBool,
 }
 
-impl Pool {
-    fn idle(&self) -> std::sync::MutexGuard<'_, VecDeque<Idle>> {
+impl<C> Default for Pool<C> {
+    fn default() -> Self {
+        Pool {
+            idle: Mutex::default(),
+            reaping: AtomicBool::default(),
+        }
+    }
+}
+
+impl<C: Reusable> Pool<C> {
+    fn idle(&self) -> std::sync::MutexGuard<'_, VecDeque<Idle<C>>> {
         self.idle
             .lock()
             .expect("never poisoned: no panics while held")
@@ -67,7 +81,7 @@ impl Pool {
     }
 
     /// The most recently used connection that is still open.
-    pub fn take(&self) -> Option<Idle> {
+    pub fn take(&self) -> Option<Idle<C>> {
         let now = Instant::now();
         loop {
             let mut candidate = self.idle().pop_back()?;
@@ -83,7 +97,7 @@ impl Pool {
     }
 
     /// Keeps `idle` for the next request (the oldest goes when the pool is full).
-    pub fn put(self: &Arc<Self>, mut idle: Idle) {
+    pub fn put(self: &Arc<Self>, mut idle: Idle<C>) {
         if !idle.is_open() {
             return;
         }
@@ -112,7 +126,7 @@ impl Pool {
 }
 
 /// Runs while connections wait in the pool.
-async fn reap(pool: std::sync::Weak<Pool>) {
+async fn reap<C: Reusable>(pool: std::sync::Weak<Pool<C>>) {
     loop {
         tokio::time::sleep(REAP_EVERY).await;
         let Some(pool) = pool.upgrade() else { return };

@@ -27,7 +27,7 @@ use crate::http1::encode::Out;
 use crate::http1::head::{MAX_HEAD_BYTES, has_blank_line};
 use crate::http1::{Framing, Known};
 use crate::net::upstream::outgoing::Outgoing;
-use crate::net::upstream::pool::{Idle, Pool};
+use crate::net::upstream::pool::{Idle, Pool, Reusable};
 
 /// A request body in memory up to this size goes out in the head's write.
 const COALESCE_MAX: usize = 64 * 1024;
@@ -64,20 +64,6 @@ impl Connection {
         })
     }
 
-    /// Whether the connection can take a request: nothing to read and no end of file, without
-    /// waiting (the upstream closed, reset or sent something unasked while it was idle).
-    pub fn is_open(&mut self) -> bool {
-        if !self.buf.is_empty() {
-            return false;
-        }
-        let mut cx = Context::from_waker(Waker::noop());
-        let mut probe = [0u8; 1];
-        let mut probe = ReadBuf::new(&mut probe);
-        Pin::new(&mut self.io)
-            .poll_read(&mut cx, &mut probe)
-            .is_pending()
-    }
-
     /// Reads once into the buffer; the number of bytes read (0 at end of file).
     fn poll_fill(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<usize>> {
         if self.buf.capacity() - self.buf.len() < self.read_size {
@@ -104,6 +90,22 @@ impl Connection {
     }
 }
 
+impl Reusable for Connection {
+    /// Whether the connection can take a request: nothing to read and no end of file, without
+    /// waiting (the upstream closed, reset or sent something unasked while it was idle).
+    fn is_open(&mut self) -> bool {
+        if !self.buf.is_empty() {
+            return false;
+        }
+        let mut cx = Context::from_waker(Waker::noop());
+        let mut probe = [0u8; 1];
+        let mut probe = ReadBuf::new(&mut probe);
+        Pin::new(&mut self.io)
+            .poll_read(&mut cx, &mut probe)
+            .is_pending()
+    }
+}
+
 /// A request that got no response head; `request` is back when nothing of it was written.
 pub struct NotSent {
     pub error: H1Error,
@@ -115,7 +117,7 @@ pub struct NotSent {
 pub async fn send(
     mut conn: Box<Connection>,
     request: Request<Outgoing>,
-    pool: &Arc<Pool>,
+    pool: &Arc<Pool<Connection>>,
 ) -> Result<Response<H1Body>, NotSent> {
     let (mut parts, body) = request.into_parts();
     let known = Known {
@@ -263,7 +265,7 @@ pub struct H1Body {
     /// Whether the connection can serve another request after this body.
     reusable: bool,
     ended: bool,
-    pool: Arc<Pool>,
+    pool: Arc<Pool<Connection>>,
 }
 
 impl H1Body {
