@@ -12,13 +12,17 @@
 //!   rustdoc and for the reader).
 //! - Not an import: anything in an item under `#[cfg(test)]` (the common `mod tests { .. }`, a
 //!   test-only `fn` or `impl`), whole files declared by a `#[cfg(test)] mod x;` (and what they
-//!   declare); visibilities (`pub(super)`); `$crate` in a macro; `mod x;` itself.
+//!   declare); visibilities (`pub(super)`, `pub(in crate::a)`); `$crate` in a macro; `mod x;`
+//!   itself.
 //! - A path resolves to the deepest module file that exists along it
 //!   (`crate::net::listen::Slots` is `src/net/listen/mod.rs`); when the rest of the path names
 //!   something that file imports (`pub use a::X`, or a plain `use` a child reaches through
 //!   `super::X`), the import is followed to the file the item comes from.
 //! - `src/main.rs` is a crate of its own (it imports `toolpulse::`): it is not read for edges.
 //!   `src/lib.rs` only declares the layers: its edges are exempt from the rules.
+//! - The folders of a circle between folders are the module paths cut at depth 1 (`net`) and
+//!   at depth 2 (`net/listen`); a file at that depth (`src/metrics.rs`, `src/net/server.rs`) is
+//!   a folder of its own there, so a circle between two such files shows in both lists.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::fmt::Write as _;
@@ -755,6 +759,13 @@ fn parse_file(path: String, module: Vec<String>, test_only: bool, text: &str) ->
     }
     for r in &tests {
         blank(&mut code, r.clone());
+    }
+    // `pub(in crate::a)` names where an item is visible, not what it uses.
+    let mut from = 0;
+    while let Some(at) = find(&code, b"pub(in ", from) {
+        let end = closing(&code, at + 3);
+        blank(&mut code, at..end);
+        from = end;
     }
     let whole_file_test = text.contains("#![cfg(test)]");
     let docs = docs.into_iter().filter(|(o, _)| !in_tests(*o)).collect();
@@ -1497,6 +1508,7 @@ fn tests_literals_and_comments_are_not_imports() {
                 "#[cfg(test)]\n#[allow(dead_code)]\nfn g() { crate::net::X; }\n",
                 "#[cfg(test)]\nmod tests {\n    use crate::net::X;\n}\n",
                 "fn h() -> u8 { $crate::net::X }\n",
+                "pub(in crate::net) fn i() {}\n",
             ),
         ),
         ("src/net/mod.rs", "pub struct X;\n"),

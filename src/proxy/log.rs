@@ -120,8 +120,8 @@ impl Drop for RequestLog {
         if let Some(span) = self.span.take() {
             span.end(&RequestEnd {
                 status: self.status,
-                response: self.response.as_str(),
-                stream: self.stream.map(|(end, stats)| (end.as_str(), stats)),
+                response: self.response,
+                stream: self.stream,
                 bytes_out: self.bytes_out,
             });
         }

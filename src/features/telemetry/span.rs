@@ -20,6 +20,7 @@ use crate::config::Config;
 use crate::core::lifecycle::Kind;
 use crate::core::rewrite::{Observation, Stats};
 use crate::features::progress::{Progress, TraceId};
+use crate::metrics::{Response, StreamEnd};
 
 /// Tool spans open at once per request; calls beyond it get no span (the tracker keeps at
 /// most `[limits] max_open_calls` anyway).
@@ -29,10 +30,9 @@ pub const MAX_OPEN_TOOL_SPANS: usize = 256;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RequestEnd {
     pub status: u16,
-    /// `rewritten`, `passthrough`, `proxy_error` or `invalid_request`.
-    pub response: &'static str,
+    pub response: Response,
     /// How a rewritten stream ended, and its counters.
-    pub stream: Option<(&'static str, Stats)>,
+    pub stream: Option<(StreamEnd, Stats)>,
     pub bytes_out: u64,
 }
 
@@ -167,11 +167,11 @@ impl RequestSpan {
             "http.response.status_code",
             i64::from(end.status),
         ));
-        span.set_attribute(KeyValue::new("toolpulse.response", end.response));
+        span.set_attribute(KeyValue::new("toolpulse.response", end.response.as_str()));
         span.set_attribute(KeyValue::new("toolpulse.bytes.out", end.bytes_out as i64));
         if let Some((outcome, stats)) = end.stream {
             span.set_attributes([
-                KeyValue::new("toolpulse.stream.outcome", outcome),
+                KeyValue::new("toolpulse.stream.outcome", outcome.as_str()),
                 KeyValue::new("toolpulse.events.in", stats.events_in as i64),
                 KeyValue::new("toolpulse.events.injected", stats.injected as i64),
             ]);
@@ -179,7 +179,7 @@ impl RequestSpan {
         // HTTP server conventions: only 5xx marks a server span as failed.
         if end.status >= 500 {
             span.set_attribute(KeyValue::new("error.type", end.status.to_string()));
-            span.set_status(Status::error(end.response));
+            span.set_status(Status::error(end.response.as_str()));
         }
         span.end_with_timestamp(now);
     }

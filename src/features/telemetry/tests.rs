@@ -14,6 +14,7 @@ use super::*;
 use crate::core::lifecycle::Kind;
 use crate::core::rewrite::{Observation, Stats};
 use crate::features::progress::Progress;
+use crate::metrics::{Response, StreamEnd};
 
 const PARENT: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
 
@@ -79,9 +80,9 @@ pub(super) fn span_data(name: &'static str) -> SpanData {
 fn end(status: u16) -> RequestEnd {
     RequestEnd {
         status,
-        response: "rewritten",
+        response: Response::Rewritten,
         stream: Some((
-            "completed",
+            StreamEnd::Completed,
             Stats {
                 events_in: 12,
                 injected: 4,
@@ -325,7 +326,7 @@ fn a_call_still_running_when_the_client_leaves_ends_with_the_request() {
     let mut span = telemetry.request(&mut head(&[]), &config);
     span.observe(&running("call_1", "web_search"));
     span.end(&RequestEnd {
-        stream: Some(("client_gone", Stats::default())),
+        stream: Some((StreamEnd::ClientGone, Stats::default())),
         ..end(200)
     });
     let spans = captured.spans();
