@@ -9,7 +9,7 @@
 //! server share one set of framing rules) and pingora's `http/v1/common.rs`: what both roles
 //! share is written once, and each role adds its policy.
 //!
-//! - [`Framing`]: how a message body is delimited, whichever role decided it;
+//! - [`Framing`] (`framing.rs`): how a message body is delimited, whichever role decided it;
 //! - [`head`]: what every head shares: its limits, the field checks (`Content-Length`,
 //!   `Transfer-Encoding`, `Connection`), the blank line that ends it, its fields written out;
 //! - [`server`]: the server's side: request heads parsed, response heads written;
@@ -23,29 +23,8 @@ pub mod buffer;
 pub mod client;
 pub mod decode;
 pub mod encode;
+mod framing;
 pub mod head;
 pub mod server;
 
-/// How a message body is delimited (RFC 9112 §6). Each role decides it from a head, as it
-/// reads one or as it writes one; [`decode::Decoder`] reads a body by it, and the connection
-/// code writes one by it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Framing {
-    /// No body, whatever the head says: a response to `HEAD`, a 1xx, a 204 or a 304.
-    Nothing,
-    /// Exactly this many bytes; `Length(0)` for an empty body (a request without framing
-    /// fields has one).
-    Length(u64),
-    /// The chunked transfer coding.
-    Chunked,
-    /// Everything up to the connection's close (a response's body only).
-    Close,
-}
-
-/// What a body to be sent says of itself before it is read: each role frames it by this
-/// ([`server::encode`], [`client::frame`]).
-#[derive(Debug, Clone, Copy)]
-pub struct Known {
-    pub empty: bool,
-    pub length: Option<u64>,
-}
+pub use framing::{Framing, Known};

@@ -8,6 +8,7 @@
 //! the config it started with.
 
 pub mod body;
+pub mod body_refusal;
 pub mod error;
 pub mod log;
 pub mod next_turn;

@@ -8,7 +8,7 @@ use http::HeaderValue;
 use http::header;
 use http::request::Parts;
 
-use super::request_body::PrepareError;
+use super::body_refusal::PrepareError;
 use crate::config::Config;
 use crate::core::dialect::request::{previous_response_id, set_previous_response_id};
 use crate::features::hosted::id::Owner;

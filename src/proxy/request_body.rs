@@ -24,6 +24,7 @@ use http::request::Parts;
 use http::{HeaderValue, Method, header};
 use http_body::Frame;
 
+pub use super::body_refusal::{HOSTED_PAST_LIMIT, PrepareError};
 use super::next_turn::{Mapping, owner};
 use crate::config::Config;
 use crate::core::dialect::request::declared_functions;
@@ -32,7 +33,7 @@ use crate::features::hosted::request;
 use crate::features::hosted::scan::SignedIdScan;
 use crate::features::hosted::shared::Pairs;
 use crate::metrics::Metrics;
-use crate::net::budget::{self, BodyBudget, Paced, ReadError, whole};
+use crate::net::budget::{self, BodyBudget, Paced, whole};
 use crate::net::listen::ClientBody;
 use crate::net::upstream::outgoing::{Check, Outgoing, Rest};
 
@@ -66,24 +67,6 @@ impl Check for SignedIds {
         Ok(())
     }
 }
-
-/// Why a body is not forwarded.
-#[derive(Debug, thiserror::Error)]
-pub enum PrepareError {
-    #[error("{0}")]
-    Read(#[from] ReadError),
-    #[error("{}", HOSTED_PAST_LIMIT)]
-    HostedPastLimit,
-    /// Its hosted items cannot be mapped back (too large once mapped, gone, ambiguous).
-    #[error("{0}")]
-    Hosted(#[from] request::Refusal),
-}
-
-/// What a client is told when its body is over the read limit and holds hosted items.
-pub const HOSTED_PAST_LIMIT: &str = "the request body is larger than toolpulse reads whole (4 MiB) \
-     and holds items toolpulse made (hosted mcp_call, web_search_call or file_search_call \
-     items, or references to them), which it cannot map back to the gateway's items in such a \
-     body: send the large parts (files, images) by reference, or fewer turns of history";
 
 /// Whether the request's body is read for hosted items and companions: a `POST …/responses`,
 /// whatever its `Content-Type` says (a gateway may read a body labelled `text/plain` as JSON

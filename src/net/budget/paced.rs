@@ -12,7 +12,7 @@ use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
 use tokio::time::{Instant, Sleep};
 
-use super::read::ReadError;
+use super::error::ReadError;
 use crate::net::listen::ClientBody;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
