@@ -92,6 +92,15 @@ impl Sanitizer {
         self.cap(value)
     }
 
+    /// A message (a progress report's, a tool's error): through `value`, so it is cut like any
+    /// string but not re-quoted.
+    pub fn message(&self, message: String) -> String {
+        match self.value(Value::String(message)) {
+            Value::String(message) => message,
+            other => other.to_string(),
+        }
+    }
+
     /// A tool output or argument text: if it parses as JSON, `value(parsed)`; otherwise the text
     /// as a JSON string, redacted as far as it looks like JSON and cut like any string.
     pub fn text(&self, text: &str) -> Value {

@@ -10,12 +10,11 @@
 //! tracker's cap ([`MAX_ID_BYTES`]) are never remembered: no call with one is hosted.
 
 use std::collections::{HashMap, HashSet};
-use std::ops::Range;
 
-use super::Splice;
-use super::companions::Companions;
+use super::shown::Shown;
 use crate::core::dialect::responses;
 use crate::core::lifecycle::track::MAX_ID_BYTES;
+use crate::core::rewrite::splice::{Edit, Splice};
 
 /// Calls shown as hosted items per response; later ones pass as they are.
 pub const MAX_HOSTED_CALLS: usize = 1024;
@@ -95,15 +94,6 @@ type Hasher = foldhash::fast::RandomState;
 pub const MAX_SEEN_CALLS: usize = 4 * MAX_HOSTED_CALLS;
 
 impl HostedItems {
-    /// A new response starts.
-    pub fn reset(&mut self) {
-        self.hidden.clear();
-        self.calls.clear();
-        self.seen.clear();
-        self.natives.clear();
-        self.hidden_ids.clear();
-    }
-
     /// Call id `call_id` has been shown in this response.
     pub fn see(&mut self, call_id: &str) {
         if call_id.len() <= MAX_ID_BYTES
@@ -202,8 +192,9 @@ impl HostedItems {
 
     /// The edit of an event's data that lists the response's output: each hosted call's
     /// `function_call` (or the gateway's own hosted item for it, whichever comes first) replaced
-    /// by its hosted item (from `items`), the other and its `function_call_output` left out. `None` when nothing changes or the list cannot be read.
-    pub fn listing(&self, data: &[u8], items: &Companions) -> Option<(Range<usize>, Splice)> {
+    /// by its hosted item (from `items`), the other and its `function_call_output` left out.
+    /// `None` when nothing changes or the list cannot be read.
+    pub fn listing(&self, data: &[u8], items: &Shown) -> Option<Edit> {
         let listing = responses::listed_items(data)?;
         let mut changed = false;
         let mut text = String::with_capacity(listing.span.len());
