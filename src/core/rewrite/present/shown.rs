@@ -6,7 +6,7 @@
 //! Memory: at most [`MAX_COMPANION_BYTES`] of item JSON per response; an item past that is
 //! still added and done in the stream, only left out of such lists (and counted).
 
-use crate::core::dialect::responses;
+use crate::core::dialect::listing;
 use crate::core::rewrite::splice::{Edit, Splice};
 use crate::core::sse::NewEvent;
 
@@ -72,7 +72,7 @@ impl Shown {
     /// Where to insert what in an event's data that lists the response's output: after each
     /// listed `function_call` that has a companion, `,` and the companion's JSON.
     pub fn insertions(&self, data: &[u8], out: &mut Vec<Edit>) {
-        for listed in responses::listed_calls(data) {
+        for listed in listing::listed_calls(data) {
             if let Some((_, item)) = self.items.iter().find(|(id, _)| *id == listed.call_id) {
                 out.push((listed.end..listed.end, Splice::Text(format!(",{item}"))));
             }
