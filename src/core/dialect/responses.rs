@@ -1,7 +1,7 @@
 //! The OpenAI Responses API over SSE: reads an event's JSON for what toolpulse needs: its
 //! `sequence_number` and `output_index` (value and exact position, so they can be rewritten in
-//! place), its meaning for tool calls ([`Signal`]), and where a response object lists its
-//! output items (so companions can be spliced in). Only top-level keys are read; unknown fields
+//! place), its meaning for tool calls ([`Signal`]), and whether a response object lists its
+//! output items (where they lie is `listing`'s). Only top-level keys are read; unknown fields
 //! are skipped, never dropped from the forwarded bytes (those are never re-serialized).
 
 use std::borrow::Cow;
@@ -141,19 +141,19 @@ impl<'a> Envelope<'a> {
 
 /// The members of an output item that matter; a repeated key keeps its last value.
 #[derive(Default)]
-struct ItemFields<'a> {
-    kind: Option<&'a RawValue>,
-    id: Option<&'a RawValue>,
-    call_id: Option<&'a RawValue>,
-    name: Option<&'a RawValue>,
-    status: Option<&'a RawValue>,
-    error: Option<&'a RawValue>,
-    output: Option<&'a RawValue>,
-    arguments: Option<&'a RawValue>,
+pub(super) struct ItemFields<'a> {
+    pub(super) kind: Option<&'a RawValue>,
+    pub(super) id: Option<&'a RawValue>,
+    pub(super) call_id: Option<&'a RawValue>,
+    pub(super) name: Option<&'a RawValue>,
+    pub(super) status: Option<&'a RawValue>,
+    pub(super) error: Option<&'a RawValue>,
+    pub(super) output: Option<&'a RawValue>,
+    pub(super) arguments: Option<&'a RawValue>,
 }
 
 impl<'a> ItemFields<'a> {
-    fn read(text: &'a str) -> Result<Self, Unreadable> {
+    pub(super) fn read(text: &'a str) -> Result<Self, Unreadable> {
         let mut f = ItemFields::default();
         members::each(text, |key, value| match key {
             "type" => f.kind = present(value),
@@ -178,10 +178,10 @@ fn present(value: &RawValue) -> Option<&RawValue> {
 
 /// A member that should be a string and is something else: the event means nothing for tool
 /// calls, but it is still readable (and renumbered), as any client would read it.
-struct NotAString;
+pub(super) struct NotAString;
 
 /// A string member: absent or `null` is `None`.
-fn string(value: Option<&RawValue>) -> Result<Option<Cow<'_, str>>, NotAString> {
+pub(super) fn string(value: Option<&RawValue>) -> Result<Option<Cow<'_, str>>, NotAString> {
     value.map_or(Ok(None), |v| members::string(v).map_err(|_| NotAString))
 }
 
@@ -334,102 +334,8 @@ pub fn read_full<'a>(data: &'a [u8]) -> Result<Reading<'a>, Unreadable> {
 }
 
 /// Where `part` (a slice of `text`) starts in it.
-fn offset_in(text: &str, part: &str) -> usize {
+pub(super) fn offset_in(text: &str, part: &str) -> usize {
     part.as_ptr() as usize - text.as_ptr() as usize
-}
-
-/// A `function_call` item listed in a response's `output`: its `call_id`, and the offset in the
-/// event's data just past the item's JSON.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ListedCall<'a> {
-    pub call_id: Cow<'a, str>,
-    pub end: usize,
-}
-
-/// The `function_call` items of the `response.output` array of an event's data, in order;
-/// empty when there is none or the shape is unexpected.
-pub fn listed_calls(data: &[u8]) -> Vec<ListedCall<'_>> {
-    let Some(listing) = listed_items(data) else {
-        return Vec::new();
-    };
-    let calls = listing.items.into_iter().filter_map(|item| {
-        let call_id = item.call_id.filter(|_| item.kind == ListedKind::Call)?;
-        Some(ListedCall {
-            call_id,
-            end: item.span.end,
-        })
-    });
-    calls.collect()
-}
-
-/// What a listed item is, as far as tool calls go.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ListedKind {
-    Call,
-    Output,
-    /// A hosted item of the gateway's own (`mcp_call`, `web_search_call`, `file_search_call`).
-    Hosted,
-    Other,
-}
-
-/// One item of a `response.output` list: its kind, its `call_id` (calls and outputs), its `id`,
-/// and where its JSON lies in the event's data.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ListedItem<'a> {
-    pub kind: ListedKind,
-    pub call_id: Option<Cow<'a, str>>,
-    pub id: Option<Cow<'a, str>>,
-    pub span: Range<usize>,
-}
-
-/// The `response.output` list of an event's data: where the array lies, and its items.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Listing<'a> {
-    pub span: Range<usize>,
-    pub items: Vec<ListedItem<'a>>,
-}
-
-/// The items of the `response.output` array of an event's data; `None` when there is none or
-/// the shape is unexpected.
-pub fn listed_items<'a>(data: &'a [u8]) -> Option<Listing<'a>> {
-    let text = std::str::from_utf8(data).ok()?;
-    let output = members::get(members::get(text, "response")?.get(), "output")?;
-    let items = serde_json::from_str::<Vec<&RawValue>>(output.get()).ok()?;
-    let start = offset_in(text, output.get());
-    let items = items.into_iter().map(|item| {
-        let fields = ItemFields::read(item.get()).ok();
-        let kind = fields.as_ref().and_then(|f| string(f.kind).ok().flatten());
-        let kind = match kind.as_deref() {
-            Some("function_call") => ListedKind::Call,
-            Some("function_call_output") => ListedKind::Output,
-            Some("mcp_call" | "web_search_call" | "file_search_call") => ListedKind::Hosted,
-            _ => ListedKind::Other,
-        };
-        let field = |f: fn(&ItemFields<'a>) -> Option<&'a RawValue>| {
-            fields.as_ref().and_then(|x| string(f(x)).ok().flatten())
-        };
-        let call_id = field(|f| f.call_id);
-        let id = field(|f| f.id);
-        let at = offset_in(text, item.get());
-        ListedItem {
-            kind,
-            call_id,
-            id,
-            span: at..at + item.get().len(),
-        }
-    });
-    Some(Listing {
-        span: start..start + output.get().len(),
-        items: items.collect(),
-    })
-}
-
-/// Where an item's `arguments` string lies in its JSON (quotes included); `None` when it has
-/// none (or `null`), or it is not a string, or the item cannot be read.
-pub fn arguments_span(item: &str) -> Option<Range<usize>> {
-    let raw = ItemFields::read(item).ok()?.arguments?.get();
-    let start = offset_in(item, raw);
-    raw.starts_with('"').then_some(start..start + raw.len())
 }
 
 /// What an output item means for tool calls; nothing when it is not an object or a member that
@@ -516,307 +422,4 @@ fn plain_u64(digits: &str) -> Option<u64> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn only_an_event_whose_line_and_data_agree_on_a_quiet_type_may_go_unread() {
-        let delta = b"response.output_text.delta";
-        let data = br#"{"type":"response.output_text.delta","delta":"say \"type\""}"#;
-        assert!(may_skip(delta, data));
-        assert!(may_skip(
-            delta,
-            br#"{"type": "response.output_text.delta"}"#
-        ));
-        // The line lies, or the data names its type elsewhere, or twice.
-        assert!(!may_skip(b"response.output_text.deltx", data));
-        assert!(!may_skip(
-            delta,
-            br#"{"delta":"","type":"response.output_text.delta"}"#
-        ));
-        let twice = br#"{"type":"response.output_text.delta","type":"response.output_item.added"}"#;
-        assert!(!may_skip(delta, twice));
-        // Types that can signal are always read.
-        let added = b"response.output_item.added";
-        assert!(!may_skip(
-            added,
-            br#"{"type":"response.output_item.added"}"#
-        ));
-        assert!(!may_skip(
-            b"response.completed",
-            br#"{"type":"response.completed"}"#
-        ));
-    }
-
-    #[test]
-    fn leading_type_is_a_plain_string_that_opens_the_object() {
-        assert_eq!(leading_type(br#"{"type":"a.b","x":1}"#), Some(&b"a.b"[..]));
-        assert_eq!(leading_type(br#"{"type": "a.b"}"#), Some(&b"a.b"[..]));
-        assert_eq!(leading_type(br#"{"type":"a\u002eb"}"#), None);
-        assert_eq!(leading_type(br#"{ "type":"a"}"#), None);
-        assert_eq!(leading_type(br#"{"x":1,"type":"a"}"#), None);
-        assert_eq!(leading_type(br#"{"type":1}"#), None);
-        assert_eq!(leading_type(br#"{"type":"unterminated"#), None);
-    }
-
-    mod scan_agrees_with_serde_json {
-        use super::*;
-        use proptest::prelude::*;
-
-        fn agree(data: &[u8]) {
-            assert_eq!(
-                read(data),
-                read_full(data),
-                "{}",
-                String::from_utf8_lossy(data)
-            );
-        }
-
-        #[test]
-        fn on_every_fixture_event() {
-            let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
-            let mut dirs = vec![root];
-            let mut events = 0;
-            while let Some(dir) = dirs.pop() {
-                for entry in std::fs::read_dir(&dir).expect("fixtures").flatten() {
-                    let path = entry.path();
-                    if path.is_dir() {
-                        dirs.push(path);
-                        continue;
-                    }
-                    if path.extension().is_none_or(|e| e != "sse") {
-                        continue;
-                    }
-                    let mut parser = crate::core::sse::Parser::new(usize::MAX);
-                    parser.push(&std::fs::read(&path).expect("fixture"));
-                    parser.finish();
-                    while let Some(item) = parser.next_item() {
-                        if let crate::core::sse::Item::Event(event) = item
-                            && let Some(data) = event.data()
-                        {
-                            agree(&data);
-                            events += 1;
-                        }
-                    }
-                }
-            }
-            assert!(events > 1000, "{events} events");
-        }
-
-        /// Pieces of JSON, valid and not, that the scanner must judge as serde_json does.
-        const TOKENS: &[&str] = &[
-            "{",
-            "}",
-            "[",
-            "]",
-            ":",
-            ",",
-            " ",
-            "\n",
-            "\"type\"",
-            "\"sequence_number\"",
-            "\"output_index\"",
-            "\"item\"",
-            "\"response.output_text.delta\"",
-            "\"response.completed\"",
-            "\"response.output_item.added\"",
-            "0",
-            "12",
-            "-3",
-            "1.5",
-            "2e3",
-            "01",
-            "1.",
-            "null",
-            "true",
-            "fals",
-            "\"a\\\"b\"",
-            "\"\\u00e9\"",
-            "\"\\ud800\"",
-            "\"\\x\"",
-            "\"\u{1}\"",
-            "\"é☃\"",
-            "\"type\\u0020\"",
-            "\"",
-            "\\",
-            "18446744073709551616",
-        ];
-
-        fn value() -> impl Strategy<Value = serde_json::Value> {
-            use serde_json::Value;
-            let leaf = prop_oneof![
-                Just(Value::Null),
-                any::<bool>().prop_map(Value::Bool),
-                any::<u64>().prop_map(Value::from),
-                any::<i32>().prop_map(Value::from),
-                any::<f64>()
-                    .prop_filter("finite", |f| f.is_finite())
-                    .prop_map(Value::from),
-                "[ -~é\\u{1}-\\u{1f}\"\\\\]{0,8}".prop_map(Value::String),
-            ];
-            leaf.prop_recursive(4, 32, 4, |inner| {
-                prop_oneof![
-                    proptest::collection::vec(inner.clone(), 0..4)
-                        .prop_map(serde_json::Value::Array),
-                    proptest::collection::btree_map("[a-z_]{0,6}", inner, 0..4)
-                        .prop_map(|m| serde_json::Value::Object(m.into_iter().collect())),
-                ]
-            })
-        }
-
-        proptest! {
-            #[test]
-            fn on_token_soup(tokens in proptest::collection::vec(proptest::sample::select(TOKENS), 0..40)) {
-                agree(tokens.concat().as_bytes());
-            }
-
-            #[test]
-            fn on_events_with_any_values(
-                members in proptest::collection::vec(
-                    (prop_oneof![
-                        Just("type"), Just("sequence_number"), Just("output_index"),
-                        Just("delta"), Just("item")
-                    ], value()),
-                    0..6,
-                ),
-                kind in proptest::sample::select(&["response.output_text.delta", "response.completed", "response.output_item.done", "x"][..]),
-                cut in any::<prop::sample::Index>(),
-            ) {
-                let mut text = format!("{{\"type\":\"{kind}\"");
-                for (key, value) in &members {
-                    text += &format!(",\"{key}\":{value}");
-                }
-                text += "}";
-                agree(text.as_bytes());
-                // And cut short anywhere.
-                let at = cut.index(text.len() + 1);
-                if text.is_char_boundary(at) {
-                    agree(&text.as_bytes()[..at]);
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn sequence_number_value_and_span() {
-        let data = br#"{"type":"x","response":{"sequence_number":99},"sequence_number":12}"#;
-        let r = read(data).expect("readable");
-        let seq = r.sequence_number.expect("numbered");
-        assert_eq!(seq.value, 12);
-        assert_eq!(&data[seq.span], b"12");
-        assert_eq!(r.signal, None);
-    }
-
-    #[test]
-    fn odd_sequence_numbers_are_not_renumbered() {
-        for data in [
-            &br#"{"sequence_number":-1}"#[..],
-            br#"{"sequence_number":1.0}"#,
-            br#"{"sequence_number":"1"}"#,
-            br#"{"sequence_number":1e2}"#,
-            br#"{"sequence_number":null}"#,
-        ] {
-            assert_eq!(read(data).map(|r| r.sequence_number), Ok(None), "{data:?}");
-        }
-    }
-
-    #[test]
-    fn function_call_items() {
-        let added = br#"{"type":"response.output_item.added","sequence_number":5,"output_index":1,"item":{"id":"item_7","type":"function_call","status":"in_progress","name":"web_search","call_id":"call_7","arguments":""}}"#;
-        let Some(Signal::CallAdded(call)) = read(added).expect("ok").signal else {
-            panic!("expected CallAdded")
-        };
-        assert_eq!(call.call_id, "call_7");
-        assert_eq!(call.item_id.as_deref(), Some("item_7"));
-        assert_eq!(call.output_index, Some(1));
-        assert_eq!(call.name, "web_search");
-        let done = br#"{"type":"response.output_item.done","item":{"type":"function_call","call_id":"c","name":"n"}}"#;
-        assert!(matches!(
-            read(done).expect("ok").signal,
-            Some(Signal::CallDone(_))
-        ));
-    }
-
-    #[test]
-    fn outputs_string_parts_status_and_error() {
-        let s = br#"{"type":"response.output_item.added","item":{"type":"function_call_output","call_id":"c","status":"completed","output":"search failed: x"}}"#;
-        let Some(Signal::Output { call_id, facts }) = read(s).expect("ok").signal else {
-            panic!("expected Output")
-        };
-        assert_eq!(call_id, "c");
-        assert_eq!(facts.status.as_deref(), Some("completed"));
-        assert_eq!(facts.texts, vec!["search failed: x"]);
-        let parts = br#"{"type":"response.output_item.added","item":{"type":"function_call_output","call_id":"c","error":{"m":1},"output":[{"type":"input_text","text":"a"},{"type":"input_image"}]}}"#;
-        let Some(Signal::Output { facts, .. }) = read(parts).expect("ok").signal else {
-            panic!("expected Output")
-        };
-        assert_eq!(facts.error.as_deref(), Some(r#"{"m":1}"#));
-        assert_eq!(facts.texts, vec!["a"]);
-        let null_error = br#"{"type":"response.output_item.added","item":{"type":"function_call_output","call_id":"c","error":null}}"#;
-        let Some(Signal::Output { facts, .. }) = read(null_error).expect("ok").signal else {
-            panic!("expected Output")
-        };
-        assert_eq!(facts.error, None);
-    }
-
-    #[test]
-    fn a_repeated_key_keeps_its_last_value_as_clients_read_it() {
-        let data =
-            br#"{"type":"a","sequence_number":1,"type":"response.completed","sequence_number":7}"#;
-        let r = read(data).expect("readable");
-        assert_eq!(r.signal, Some(Signal::Terminal));
-        let seq = r.sequence_number.expect("numbered");
-        assert_eq!((seq.value, &data[seq.span]), (7, &b"7"[..]));
-        let data = br#"{"type":"response.completed","type":null}"#;
-        assert_eq!(read(data).expect("readable").signal, None);
-        let item = br#"{"type":"response.output_item.done","item":{"type":"function_call","call_id":"a","name":"x","call_id":"b"}}"#;
-        let Some(Signal::CallDone(call)) = read(item).expect("readable").signal else {
-            panic!("expected CallDone")
-        };
-        assert_eq!(call.call_id, "b");
-    }
-
-    #[test]
-    fn native_items_terminal_done_and_garbage() {
-        let native = br#"{"type":"response.output_item.added","item":{"type":"mcp_call","id":"m","name":"x"}}"#;
-        let Some(Signal::Native(item)) = read(native).expect("ok").signal else {
-            panic!("a native item")
-        };
-        assert_eq!(
-            (&*item.item_id, item.kind, item.done),
-            ("m", Kind::Mcp, false)
-        );
-        assert_eq!(item.name.as_deref(), Some("x"));
-        let done = br#"{"type":"response.output_item.done","item":{"type":"mcp_call","id":"m","status":"completed","output":"42","error":null}}"#;
-        let Some(Signal::Native(item)) = read(done).expect("ok").signal else {
-            panic!("a native item")
-        };
-        assert!(item.done);
-        assert_eq!(item.facts.texts, ["42"]);
-        assert_eq!(item.facts.error, None);
-        let no_id = br#"{"type":"response.output_item.added","item":{"type":"web_search_call"}}"#;
-        assert_eq!(read(no_id).expect("ok").signal, None);
-        let nested_error = br#"{"type":"error","error":{"type":"server_error","message":"x"}}"#;
-        assert_eq!(
-            read(nested_error).expect("ok").signal,
-            Some(Signal::Terminal)
-        );
-        assert_eq!(read(b"[DONE]"), Ok(Reading::default()));
-        for bad in [&b"not json"[..], b"[1]", b"\xff"] {
-            assert_eq!(read(bad), Err(Unreadable), "{bad:?}");
-        }
-        // Readable (so renumbered), but meaning nothing for tool calls.
-        for odd in [
-            &br#"{"type":5,"sequence_number":3}"#[..],
-            br#"{"type":"response.output_item.done","sequence_number":3,"item":{"type":"function_call","call_id":"c","name":1}}"#,
-            br#"{"type":"response.output_item.done","sequence_number":3,"item":{"typ":"function_call","call_id":"c"}}"#,
-            br#"{"type":"response.output_item.done","sequence_number":3,"item":[]}"#,
-        ] {
-            let reading = read(odd).expect("readable");
-            assert_eq!(reading.signal, None, "{odd:?}");
-            assert_eq!(reading.sequence_number.map(|s| s.value), Some(3));
-        }
-        assert!(may_signal(b"response.output_item.done"));
-        assert!(!may_signal(b"response.output_text.delta"));
-    }
-}
+mod tests;

@@ -17,7 +17,7 @@ use std::borrow::Cow;
 use std::time::Instant;
 
 use super::call::{
-    Call, Failure, Kind, MAX_ARGUMENTS_BYTES, Outcome, Phase, ToolOutput, Transition,
+    Call, Failure, Kind, MAX_ARGUMENTS_BYTES, Outcome, Phase, Progress, ToolOutput, Transition,
 };
 use super::classify::{Classifier, FailureRules, OutputFacts};
 
@@ -248,6 +248,16 @@ impl Tracker {
                 });
             }
         }
+    }
+
+    /// A progress `report` for open call `call_id` at `now`, if it is open.
+    pub fn progress(&self, call_id: &str, report: Progress, now: Instant) -> Option<Transition> {
+        let call = self.call(call_id)?;
+        let since = call.running_since.unwrap_or(call.added_at);
+        let elapsed = now.saturating_duration_since(since);
+        let phase = Phase::Progress { elapsed, report };
+        let call = call.clone();
+        Some(Transition { call, phase })
     }
 
     /// The open call `call_id`, if any.

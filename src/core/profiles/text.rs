@@ -133,11 +133,7 @@ pub fn failure_message(
             let error = output.and_then(|o| o.error.as_deref()).unwrap_or("{}");
             let parsed: Value = serde_json::from_str(error).unwrap_or(Value::Null);
             match parsed.get("message").and_then(Value::as_str) {
-                // Through `value`, so the message is cut like any string but not re-quoted.
-                Some(message) => match sanitizer.value(Value::from(message)) {
-                    Value::String(message) => message,
-                    other => other.to_string(),
-                },
+                Some(message) => sanitizer.message(message.to_string()),
                 None => sanitizer.text_as_string(error),
             }
         }

@@ -6,7 +6,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::core::lifecycle::Progress;
+use crate::core::lifecycle::{Phase, Progress, Transition};
 
 #[derive(Debug)]
 struct Paced {
@@ -81,6 +81,21 @@ impl Pacer {
     pub fn finish(&mut self, call_id: &str) -> Option<Progress> {
         let i = self.calls.iter().position(|c| c.call_id == call_id)?;
         self.calls.swap_remove(i).pending
+    }
+
+    /// When `transition` ends its call: the call's pending report, as the transition to render
+    /// before the end (the last report always goes out).
+    pub fn last_report(&mut self, transition: &Transition) -> Option<Transition> {
+        let Phase::Finished { duration, .. } = &transition.phase else {
+            return None;
+        };
+        let report = self.finish(&transition.call.call_id)?;
+        let phase = Phase::Progress {
+            elapsed: *duration,
+            report,
+        };
+        let call = transition.call.clone();
+        Some(Transition { call, phase })
     }
 }
 

@@ -38,14 +38,6 @@ pub struct Items {
 }
 
 impl Items {
-    /// A new response.
-    pub fn reset(&mut self) {
-        self.next = None;
-        self.added.clear();
-        self.ids.clear();
-        self.full = false;
-    }
-
     fn hash(&self, text: Option<&str>) -> u64 {
         self.hasher.hash_one(text)
     }
@@ -134,7 +126,7 @@ mod tests {
             assert_eq!(v.get(rule), 1, "{rule:?}: {v}");
         }
         assert_eq!(v.get(Rule::ItemIndex), 2, "a gap, then an index reused");
-        items.reset();
+        let mut items = Items::default();
         let mut fresh = Violations::default();
         items.added(1, head("\"fc_1\"", "\"function_call\""), &mut fresh);
         items.added(2, ItemHead::default(), &mut fresh);

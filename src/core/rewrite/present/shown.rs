@@ -1,38 +1,32 @@
-//! The companion items of the current response, in their latest state, so that an event whose
-//! `response.output` lists the items so far (`response.completed`, …) can list them too, each
-//! right after its `function_call`.
+//! The items toolpulse shows in the current response (companion items, hosted items), each in
+//! its latest state, so that an event whose `response.output` lists the items so far
+//! (`response.completed`, …) can list them too: a companion right after its `function_call`,
+//! a hosted item in its call's place.
 //!
-//! Memory: at most [`MAX_COMPANION_BYTES`] of item JSON per response; a companion past that is
+//! Memory: at most [`MAX_COMPANION_BYTES`] of item JSON per response; an item past that is
 //! still added and done in the stream, only left out of such lists (and counted).
 
-use super::Splice;
-use crate::core::dialect::responses;
+use crate::core::dialect::listing;
+use crate::core::rewrite::splice::{Edit, Splice};
+use crate::core::sse::NewEvent;
 
 /// Item JSON kept per response for `response.output` lists.
 pub const MAX_COMPANION_BYTES: usize = 1 << 20;
 
 #[derive(Debug, Default, Clone)]
-pub struct Companions {
-    /// `(call_id, item JSON)` in the order the companions opened.
+pub struct Shown {
+    /// `(call_id, item JSON)` in the order the items opened.
     items: Vec<(String, String)>,
     bytes: usize,
-    /// Companions left out of lists because the budget was spent.
-    pub unlisted: u64,
 }
 
-impl Companions {
-    /// A new response starts.
-    pub fn reset(&mut self) {
-        self.items.clear();
-        self.bytes = 0;
-    }
-
+impl Shown {
     pub fn is_empty(&self) -> bool {
         self.items.is_empty()
     }
 
-    /// Whether call `call_id` already had a companion in this response (a second one would
-    /// repeat its id, which clients refuse).
+    /// Whether call `call_id` already had an item in this response (a second one would repeat
+    /// its id, which clients refuse).
     pub fn contains(&self, call_id: &str) -> bool {
         self.items.iter().any(|(id, _)| id == call_id)
     }
@@ -43,8 +37,9 @@ impl Companions {
         Some(item)
     }
 
-    /// Records the companion of `call_id` in its new state.
-    pub fn set(&mut self, call_id: &str, item: String) {
+    /// Records the item of `call_id` in its new state; false when the budget leaves it out of
+    /// lists.
+    pub fn set(&mut self, call_id: &str, item: String) -> bool {
         let old = self.items.iter().position(|(id, _)| id == call_id);
         let freed = old.map_or(0, |i| self.items[i].1.len());
         if self.bytes - freed + item.len() > MAX_COMPANION_BYTES {
@@ -52,20 +47,32 @@ impl Companions {
                 self.bytes -= freed;
                 self.items.remove(i);
             }
-            self.unlisted += 1;
-            return;
+            return false;
         }
         self.bytes = self.bytes - freed + item.len();
         match old {
             Some(i) => self.items[i].1 = item,
             None => self.items.push((call_id.to_string(), item)),
         }
+        true
+    }
+
+    /// Keeps the item of `call_id` in its latest state: the `item` of the events just
+    /// rendered for it (`events`). Returns how many states the budget left out of lists.
+    pub fn keep(&mut self, call_id: &str, events: &[NewEvent]) -> u64 {
+        let mut unlisted = 0;
+        for event in events {
+            if let Some((_, item)) = event.fields.iter().find(|f| f.0 == "item") {
+                unlisted += u64::from(!self.set(call_id, item.to_string()));
+            }
+        }
+        unlisted
     }
 
     /// Where to insert what in an event's data that lists the response's output: after each
     /// listed `function_call` that has a companion, `,` and the companion's JSON.
-    pub fn insertions(&self, data: &[u8], out: &mut Vec<(std::ops::Range<usize>, Splice)>) {
-        for listed in responses::listed_calls(data) {
+    pub fn insertions(&self, data: &[u8], out: &mut Vec<Edit>) {
+        for listed in listing::listed_calls(data) {
             if let Some((_, item)) = self.items.iter().find(|(id, _)| *id == listed.call_id) {
                 out.push((listed.end..listed.end, Splice::Text(format!(",{item}"))));
             }
@@ -79,7 +86,7 @@ mod tests {
 
     #[test]
     fn lists_each_companion_after_its_call() {
-        let mut c = Companions::default();
+        let mut c = Shown::default();
         c.set("a", r#"{"id":"tp_a","status":"in_progress"}"#.into());
         c.set("a", r#"{"id":"tp_a","status":"completed"}"#.into());
         let data = br#"{"type":"response.completed","response":{"id":"r","output":[{"type":"function_call","call_id":"a","id":"fc"}, {"type":"function_call","call_id":"b"}]}}"#;
@@ -99,13 +106,12 @@ mod tests {
 
     #[test]
     fn the_budget_leaves_companions_out_of_lists() {
-        let mut c = Companions::default();
-        c.set("a", "x".repeat(MAX_COMPANION_BYTES));
-        c.set("b", "y".into());
+        let mut c = Shown::default();
+        assert!(c.set("a", "x".repeat(MAX_COMPANION_BYTES)));
+        assert!(!c.set("b", "y".into()), "left out");
         assert!(!c.contains("b"));
-        assert_eq!(c.unlisted, 1);
-        c.set("a", "z".into());
-        c.set("b", "y".into());
+        assert!(c.set("a", "z".into()));
+        assert!(c.set("b", "y".into()));
         assert!(c.contains("a") && c.contains("b"));
     }
 }

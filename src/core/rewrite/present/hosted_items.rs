@@ -10,12 +10,11 @@
 //! tracker's cap ([`MAX_ID_BYTES`]) are never remembered: no call with one is hosted.
 
 use std::collections::{HashMap, HashSet};
-use std::ops::Range;
 
-use super::Splice;
-use super::companions::Companions;
-use crate::core::dialect::responses;
+use super::shown::Shown;
+use crate::core::dialect::listing;
 use crate::core::lifecycle::track::MAX_ID_BYTES;
+use crate::core::rewrite::splice::{Edit, Splice};
 
 /// Calls shown as hosted items per response; later ones pass as they are.
 pub const MAX_HOSTED_CALLS: usize = 1024;
@@ -36,7 +35,7 @@ pub struct Shell {
 impl Shell {
     /// The shell of `item` (an item's JSON), if it is at most [`MAX_SHELL_BYTES`].
     pub fn of(item: &str) -> Option<Shell> {
-        let span = responses::arguments_span(item);
+        let span = listing::arguments_span(item);
         let cut = span.as_ref().map_or(0, |s| s.len());
         if item.len() - cut > MAX_SHELL_BYTES {
             return None;
@@ -95,15 +94,6 @@ type Hasher = foldhash::fast::RandomState;
 pub const MAX_SEEN_CALLS: usize = 4 * MAX_HOSTED_CALLS;
 
 impl HostedItems {
-    /// A new response starts.
-    pub fn reset(&mut self) {
-        self.hidden.clear();
-        self.calls.clear();
-        self.seen.clear();
-        self.natives.clear();
-        self.hidden_ids.clear();
-    }
-
     /// Call id `call_id` has been shown in this response.
     pub fn see(&mut self, call_id: &str) {
         if call_id.len() <= MAX_ID_BYTES
@@ -202,9 +192,10 @@ impl HostedItems {
 
     /// The edit of an event's data that lists the response's output: each hosted call's
     /// `function_call` (or the gateway's own hosted item for it, whichever comes first) replaced
-    /// by its hosted item (from `items`), the other and its `function_call_output` left out. `None` when nothing changes or the list cannot be read.
-    pub fn listing(&self, data: &[u8], items: &Companions) -> Option<(Range<usize>, Splice)> {
-        let listing = responses::listed_items(data)?;
+    /// by its hosted item (from `items`), the other and its `function_call_output` left out.
+    /// `None` when nothing changes or the list cannot be read.
+    pub fn listing(&self, data: &[u8], items: &Shown) -> Option<Edit> {
+        let listing = listing::listed_items(data)?;
         let mut changed = false;
         let mut text = String::with_capacity(listing.span.len());
         text.push('[');
@@ -214,17 +205,17 @@ impl HostedItems {
         for item in &listing.items {
             let json = &data[item.span.clone()];
             let call_id = match item.kind {
-                responses::ListedKind::Call | responses::ListedKind::Output => {
+                listing::ListedKind::Call | listing::ListedKind::Output => {
                     item.call_id.as_deref().filter(|id| self.contains(id))
                 }
-                responses::ListedKind::Hosted => {
+                listing::ListedKind::Hosted => {
                     item.id.as_deref().and_then(|id| self.native_call(id))
                 }
-                responses::ListedKind::Other => None,
+                listing::ListedKind::Other => None,
             };
             let shown = match (item.kind, call_id) {
                 (_, None) => Some(json_text(json)),
-                (responses::ListedKind::Output, Some(_)) => None,
+                (listing::ListedKind::Output, Some(_)) => None,
                 (_, Some(call_id)) if placed.contains(&call_id) => None,
                 (_, Some(call_id)) => {
                     placed.push(call_id);
