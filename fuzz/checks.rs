@@ -5,7 +5,7 @@
 //!   the input is split; an event within the size limit parses exactly as without a limit; and at
 //!   most `max_event_bytes + 1` bytes stay buffered between pushes.
 //! - [`rewriter`]: the rewriter's output keeps PRODUCT.md §2's invariants as judged by
-//!   [`toolpulse::invariants::check`] (fail-open, no byte lost or reordered, dense renumbering
+//!   [`invariants::check`] (fail-open, no byte lost or reordered, dense renumbering
 //!   where the input was dense, every opening closed exactly once, untouched when nothing is
 //!   injected), and does not depend on how the input is split; with time passing between
 //!   chunks (heartbeats, `stages`' running events) it still keeps the invariants.
@@ -26,7 +26,7 @@ use toolpulse::core::profiles::Profile;
 use toolpulse::core::sse::{Item, Parser};
 use toolpulse::net::upstream::h1::decode::{DecodeError, Decoder};
 use toolpulse::net::upstream::h1::head::{self, HeadError, Parsed};
-use toolpulse::{Config, Rewriter, invariants};
+use toolpulse::{Config, Rewriter};
 
 /// `data` = `[limit, max_chunk, seed, input…]`: parses `input` with `max_event_bytes` =
 /// `limit + 1` (1..=256, so oversize events are common), whole and in chunks cut by

@@ -14,7 +14,6 @@ use common::gateway::{Action, Gateway, Recorded, Reply};
 use common::*;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-use toolpulse::invariants;
 use toolpulse::proxy::Proxy;
 
 const REQUEST: &str = r#"{"model":"m","input":"hi","stream":true}"#;

@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use common::*;
 use proptest::prelude::*;
-use toolpulse::{Config, invariants};
+use toolpulse::Config;
 
 /// Inputs rewritten with a given config, whose output goes to a given golden file; on top of
 /// every fixture with its own config (`x.toml`) or the defaults (profile `hosted`). Each of

@@ -12,12 +12,12 @@ use common::gateway::{Gateway, blocks_around_output, held, held_reply};
 use common::*;
 use serde_json::json;
 use tokio::sync::Notify;
+use toolpulse::Config;
 use toolpulse::features::progress::local::LocalHub;
 use toolpulse::features::progress::{
     Delivery, McpToolCall, Progress, ProgressHub, Target, TraceId,
 };
 use toolpulse::proxy::Proxy;
-use toolpulse::{Config, invariants};
 
 const REQUEST: &str = r#"{"model":"m","input":"hi","stream":true}"#;
 

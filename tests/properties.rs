@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use common::*;
 use proptest::prelude::*;
-use toolpulse::{Config, invariants};
+use toolpulse::Config;
 
 const NAMES: &[&str] = &[
     "web_search",

@@ -9,7 +9,7 @@ use common::gateway::{Action, Gateway, Reply};
 use common::*;
 use http_body_util::BodyExt;
 use tokio::sync::Notify;
-use toolpulse::{Config, invariants};
+use toolpulse::Config;
 
 const REQUEST: &str = r#"{"model":"m","input":"hi","stream":true}"#;
 

@@ -447,7 +447,7 @@ fn check(
 ) -> Vec<String> {
     let mut problems = Vec::new();
     // The input as toolpulse mends it (docs/stream-rules.md).
-    let input = &toolpulse::invariants::mended_input(input, usize::MAX);
+    let input = &invariants::mended_input(input, usize::MAX);
     let upstream_items = parse(input);
     let upstream: Vec<Content> = upstream_items.iter().map(content).collect();
     let input_numbered = upstream_items.iter().any(numbered);

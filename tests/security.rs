@@ -14,7 +14,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use toolpulse::core::lifecycle::track::{MAX_ID_BYTES, MAX_NAME_BYTES};
 use toolpulse::core::profiles::Profile;
-use toolpulse::{Config, Rewriter, invariants};
+use toolpulse::{Config, Rewriter};
 
 /// Strings built to break SSE or JSON framing: line breaks of every kind, quotes, escapes,
 /// field-like text, NUL, non-ASCII, and sometimes very long.

@@ -107,7 +107,7 @@ async fn https_upstream_with_a_private_ca() {
     let response = post(&client, format!("http://{proxy}/v1/responses"), "{}").await;
     assert_eq!(response.status(), 200);
     let out = read_all(&mut response.into_body()).await;
-    toolpulse::invariants::check(&input, &out, usize::MAX).expect("invariants");
+    invariants::check(&input, &out, usize::MAX).expect("invariants");
     assert!(String::from_utf8_lossy(&out).contains("response.web_search_call.completed"));
     // The gateway offers h2 in ALPN: the shared HTTP/2 connection carried the stream.
     assert_eq!(seen.recv().await, Some(http::Version::HTTP_2));
@@ -120,7 +120,7 @@ async fn https_upstream_with_a_private_ca() {
         let response = post(&client, format!("http://{proxy}/v1/responses"), "{}").await;
         assert_eq!(response.status(), 200);
         let out = read_all(&mut response.into_body()).await;
-        toolpulse::invariants::check(&input, &out, usize::MAX).expect("invariants");
+        invariants::check(&input, &out, usize::MAX).expect("invariants");
         assert_eq!(seen.recv().await, Some(http::Version::HTTP_11));
     }
 

@@ -32,7 +32,7 @@ async fn finished_streams_leave_their_connection_for_the_next() {
         .await;
         assert_eq!(response.status(), 200);
         let out = read_all(&mut response.into_body()).await;
-        toolpulse::invariants::check(&input, &out, usize::MAX).expect("invariants");
+        invariants::check(&input, &out, usize::MAX).expect("invariants");
     }
     assert_eq!(
         gw.accepted.load(Ordering::Relaxed),

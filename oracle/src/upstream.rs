@@ -3,9 +3,9 @@
 //! `response.output` it lists (as compact JSON, each after an existing item).
 
 use serde_json::{Map, Value};
+use toolpulse::core::sse::Event;
 
 use super::{COMPANION_PREFIX, index_of, json_of, number_of};
-use crate::core::sse::Event;
 
 /// `Some(changed?)` when `out` is `inp` as the contract allows it to change, `None` when it is
 /// another event, an error when it is `inp` changed beyond that.
@@ -103,10 +103,10 @@ mod tests {
     use super::*;
 
     fn event(text: &str) -> Event {
-        let mut parser = crate::core::sse::Parser::new(usize::MAX);
+        let mut parser = toolpulse::core::sse::Parser::new(usize::MAX);
         parser.push(text.as_bytes());
         match parser.next_item() {
-            Some(crate::core::sse::Item::Event(e)) => e,
+            Some(toolpulse::core::sse::Item::Event(e)) => e,
             other => panic!("{other:?}"),
         }
     }

@@ -17,6 +17,10 @@
 //! 5. indices: within a response, an upstream item (introduced by an `output_item.added` or
 //!    `.done`) keeps one `output_index` on all its events, items keep their order, no index is
 //!    shared, and a companion's is above all used before it.
+//!
+//! A crate of its own, outside the product's library: toolpulse's integration tests, unit tests
+//! of the rewriter, bench client (an example) and fuzz targets depend on it, the binary never
+//! does.
 
 mod calls;
 pub mod hosted;
@@ -27,8 +31,8 @@ mod rules;
 mod upstream;
 
 use serde_json::{Map, Value};
+use toolpulse::core::sse::{Event, Item, Parser};
 
-use crate::core::sse::{Event, Item, Parser};
 use calls::Calls;
 use numbers::Numbers;
 
@@ -49,7 +53,7 @@ impl Responses {
 }
 
 /// The id prefix of companion items.
-const COMPANION_PREFIX: &str = crate::core::profiles::openai::COMPANION_PREFIX;
+const COMPANION_PREFIX: &str = toolpulse::core::profiles::openai::COMPANION_PREFIX;
 
 const IN_PROGRESS: &[&str] = &[
     "response.mcp_call.in_progress",
@@ -129,7 +133,7 @@ pub fn check(input: &[u8], output: &[u8], max_event_bytes: usize) -> Result<Repo
                     .upstream(inp, out)
                     .map_err(|e| format!("output event {k}: {e}"))?;
             }
-        } else if &out.raw()[..] == crate::core::sse::HEARTBEAT {
+        } else if &out.raw()[..] == toolpulse::core::sse::HEARTBEAT {
             report.heartbeats += 1;
         } else {
             let json = injected_json(out)

@@ -4,9 +4,9 @@
 use std::collections::{HashMap, HashSet};
 
 use serde_json::{Map, Value};
+use toolpulse::core::rules::{Rule, Violations};
 
 use super::COMPANION_PREFIX;
-use crate::core::rules::{Rule, Violations};
 
 const CREATED: &str = "response.created";
 const ADDED: &str = "response.output_item.added";

@@ -1,9 +1,9 @@
 //! Numbering across the output: consecutive where the input was.
 
 use serde_json::{Map, Value};
+use toolpulse::core::sse::Event;
 
 use super::{json_of, number_of};
-use crate::core::sse::Event;
 
 /// Numbering across the output: consecutive where the input was.
 pub struct Numbers {

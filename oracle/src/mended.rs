@@ -8,9 +8,9 @@
 //!   the same way.
 
 use serde_json::value::RawValue;
+use toolpulse::core::sse::Event;
 
 use super::split;
-use crate::core::sse::Event;
 
 /// Events whose `response` is the response so far (or at its end).
 const LISTS_RESPONSE: &[&str] = &[

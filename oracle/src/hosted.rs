@@ -17,9 +17,9 @@ use std::collections::{HashMap, HashSet};
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde_json::{Map, Value};
+use toolpulse::core::sse::Event;
 
 use super::{PAYLOAD_TYPES, Report, Responses, json_of, lifecycle_step, split};
-use crate::core::sse::Event;
 
 const PREFIX: &str = "tph_";
 
@@ -211,7 +211,7 @@ pub fn check(input: &[u8], output: &[u8], max_event_bytes: usize) -> Result<Repo
             report.renumbered += usize::from(inputs[i].raw() != out.raw());
             continue;
         }
-        if &out.raw()[..] == crate::core::sse::HEARTBEAT {
+        if &out.raw()[..] == toolpulse::core::sse::HEARTBEAT {
             report.heartbeats += 1;
             continue;
         }
