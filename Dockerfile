@@ -24,7 +24,7 @@
 #   /etc/toolpulse/toolpulse.toml` shows the config as the container runs it (0.0.0.0 addresses).
 #
 # deploy/check-dockerfile.sh runs the build stage's steps and assembles this image's layout
-# without Docker; tests/deploy.rs checks this file against the repo and the binary.
+# without Docker; tests/it/deploy.rs checks this file against the repo and the binary.
 
 ARG RUST_VERSION=1
 

@@ -1,5 +1,5 @@
-//! The fuzz targets' oracles, in plain Rust (no libfuzzer), so `tests/fuzz_corpus.rs` replays the
-//! corpus through them on stable. Each check panics when a property fails.
+//! The fuzz targets' oracles, in plain Rust (no libfuzzer), so `tests/it/fuzz_corpus.rs` replays
+//! the corpus through them on stable. Each check panics when a property fails.
 //!
 //! - [`parser`]: the SSE parser loses, adds and reorders no byte; its items do not depend on how
 //!   the input is split; an event within the size limit parses exactly as without a limit; and at
@@ -336,7 +336,7 @@ const NAMES: &[&str] = &[
 ];
 
 /// Renders opcodes as an antwort/OpenAI/LiteLLM-shaped Responses stream (the generator of
-/// `tests/properties.rs`, widened). Each byte is `op | param << 4`; `Added` and `Done` read one
+/// `tests/it/properties.rs`, widened). Each byte is `op | param << 4`; `Added` and `Done` read one
 /// more byte for the tool name. `flags` bit 6 ends the stream with an unterminated event; bit 7
 /// starts LiteLLM-style (no `event:` lines, numbers from 5).
 ///

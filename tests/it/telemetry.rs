@@ -1,7 +1,7 @@
 //! OpenTelemetry end to end: a scripted gateway, the proxy with `[telemetry]` on, and a real
 //! OTLP/HTTP receiver (`common::otlp`) decoding what toolpulse exports.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -5,7 +5,7 @@
 //! against the proxy, the MCP front and the admin listener where it applies. Every limit is set small in the config so the tests run in a second or two; each
 //! test waits with a deadline, never a bare sleep.
 
-mod common;
+use crate::common;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

@@ -1,9 +1,9 @@
 //! The progress bus against a real `redis-server`: two hubs in one process, each with its own
 //! registry of streams, sharing one Redis as two replicas would. The scripts' rules (lookup
 //! across replicas, the ambiguity rule, waiting bindings, clean-up) are checked here; the
-//! two-process scenarios are in `tests/replicas.rs`.
+//! two-process scenarios are in `tests/it/replicas.rs`.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::task::{Wake, Waker};

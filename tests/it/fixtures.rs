@@ -1,8 +1,8 @@
 //! Golden fixtures: every input under `tests/fixtures/` rewritten whole must equal its expected
 //! output, satisfy the invariant checker, and give the same bytes however it is split.
-//! `TOOLPULSE_BLESS=1 cargo test --test fixtures` rewrites the expected files (read them!).
+//! `TOOLPULSE_BLESS=1 cargo test --test it fixtures::` rewrites the expected files (read them!).
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::time::Instant;

@@ -1,7 +1,7 @@
 //! The attack surface: strings from the upstream cannot break the framing of injected events,
 //! and requests framed two ways at once cannot smuggle a second request to the upstream.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -2,10 +2,7 @@
 //! `fuzz/regressions/<target>/` goes through the target's check (`fuzz/checks.rs`), which
 //! panics when a property fails. `fuzz/README.md` says how to fuzz for longer.
 
-#[path = "../fuzz/checks.rs"]
-mod checks;
-#[path = "../fuzz/h1_request.rs"]
-mod h1_request;
+use crate::{checks, h1_request};
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};

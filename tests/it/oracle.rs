@@ -3,7 +3,7 @@
 //! full of edge cases (CR/LF/CRLF, BOMs, colons and spaces, NULs in ids, bad retry values),
 //! each fed in random pieces to both.
 
-mod common;
+use crate::common;
 
 use std::convert::Infallible;
 

@@ -5,7 +5,7 @@
 //! the registry's job, tested with it), except in the last test, where the real registry
 //! carries a real server's progress into a client stream through the proxy.
 
-mod common;
+use crate::common;
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -2,7 +2,7 @@
 //! request body is framed, the heads and bodies it accepts and refuses (RFC 9112), and when a
 //! connection is kept for the next request.
 
-mod common;
+use crate::common;
 
 use std::convert::Infallible;
 use std::time::Duration;

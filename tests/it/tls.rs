@@ -2,7 +2,7 @@
 //! (502) without it. The gateway is a rustls server on 127.0.0.1 with a certificate made here.
 //! An `https://` upstream that speaks plain HTTP: a 502 that says so.
 
-mod common;
+use crate::common;
 
 use std::convert::Infallible;
 use std::sync::Arc;

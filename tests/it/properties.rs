@@ -3,7 +3,7 @@
 //! comments, garbage, CRLF, unterminated tails), under every profile, checked by the invariant
 //! checker and for independence from how the bytes are split.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::time::Instant;

@@ -5,7 +5,7 @@
 //! (and the rule to paste), and an upstream URL ending in /v1: warned at start, and its 404s
 //! logged with the URL the upstream was asked for.
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};

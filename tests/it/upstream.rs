@@ -2,7 +2,7 @@
 //! the response body), finished connections are reused, and a connection the upstream closed
 //! while it waited is never used for a request.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;

@@ -3,7 +3,7 @@
 //! the client's stream between the call's start and its end, and the gateway gets a
 //! `traceparent` to correlate by.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::time::Duration;

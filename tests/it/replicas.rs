@@ -10,7 +10,7 @@
 //! - closed calls leave nothing in Redis (1,000 of them), and a replica killed with SIGKILL
 //!   leaves only keys that expire.
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader};

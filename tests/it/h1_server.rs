@@ -2,7 +2,7 @@
 //! client sees it: keep-alive and pipelining, `Expect: 100-continue`, chunked request bodies,
 //! HTTP/1.0 clients, the head timeout between requests, and refused heads.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

@@ -12,7 +12,7 @@
 //! shapes the schemas tell apart (each stage, success and failure, each optional field, each
 //! failure kind) must all have been seen, so none is dead.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};

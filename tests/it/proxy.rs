@@ -1,6 +1,6 @@
 //! End to end over real sockets on 127.0.0.1: a scripted gateway, the proxy, a real HTTP client.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

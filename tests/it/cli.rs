@@ -1,7 +1,7 @@
 //! The `toolpulse` binary as a user runs it: `rewrite`, `check` and `demo`, good input and bad,
 //! and a reader that goes away.
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 use std::path::Path;

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use yaml_rust2::{Yaml, YamlLoader};
 
-mod common;
+use crate::common;
 use common::redis_server::RedisServer;
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");

@@ -10,7 +10,7 @@
 //! - a body over the read limit holding a hosted id is refused with a 400, whether the id is in
 //!   the part read first or past it, and the gateway gets nothing whole.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
