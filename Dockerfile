@@ -24,7 +24,7 @@
 #   /etc/toolpulse/toolpulse.toml` shows the config as the container runs it (0.0.0.0 addresses).
 #
 # deploy/check-dockerfile.sh runs the build stage's steps and assembles this image's layout
-# without Docker; tests/deploy.rs checks this file against the repo and the binary.
+# without Docker; tests/it/deploy.rs checks this file against the repo and the binary.
 
 ARG RUST_VERSION=1
 
@@ -33,12 +33,15 @@ WORKDIR /build
 
 # Dependencies first, in their own layer: built against placeholder sources, they are rebuilt only
 # when Cargo.toml or Cargo.lock change. Cargo reads every target the manifest declares, so the
-# placeholders cover the [[bench]] too.
+# placeholders cover the [[bench]] too. The workspace's other member, the test oracle, is only
+# its manifest and an empty placeholder: cargo must load every member, the image never uses it.
 COPY Cargo.toml Cargo.lock ./
-RUN mkdir -p src benches \
+COPY oracle/Cargo.toml oracle/
+RUN mkdir -p src benches oracle/src \
  && echo 'fn main() {}' > src/main.rs \
  && echo '' > src/lib.rs \
  && echo 'fn main() {}' > benches/rewrite.rs \
+ && echo '' > oracle/src/lib.rs \
  && cargo build --release --locked
 
 # The real sources. COPY keeps their (older) modification times, so without the touch cargo would

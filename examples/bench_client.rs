@@ -9,7 +9,8 @@
 //! does not end with `response.completed` or misses upstream events (under profile `hosted`,
 //! those of the gateway-run tool rounds are shown as hosted items instead). `--verify` asks the upstream
 //! for unstamped events, regenerates the exact upstream bytes and checks the received body with
-//! `toolpulse::invariants::check`. Prints one JSON object to stdout; exits 1 if any stream failed.
+//! `invariants::check` (the `oracle/` crate). Prints one JSON object to stdout; exits 1 if any
+//! stream failed.
 //!
 //! ```sh
 //! cargo run --release --example bench_client -- --url http://127.0.0.1:8080/v1/responses \
@@ -344,8 +345,7 @@ async fn stream(
     run.upstream_events.fetch_add(upstream, Relaxed);
     if run.args.verify {
         let input = generate(params, None);
-        toolpulse::invariants::check(&input, &reader.all, 1 << 20)
-            .map_err(|e| format!("invariants: {e}"))?;
+        invariants::check(&input, &reader.all, 1 << 20).map_err(|e| format!("invariants: {e}"))?;
         run.verified.fetch_add(1, Relaxed);
     }
     Ok(())

@@ -1,11 +1,11 @@
-//! The fuzz targets' oracles, in plain Rust (no libfuzzer), so `tests/fuzz_corpus.rs` replays the
-//! corpus through them on stable. Each check panics when a property fails.
+//! The fuzz targets' oracles, in plain Rust (no libfuzzer), so `tests/it/fuzz_corpus.rs` replays
+//! the corpus through them on stable. Each check panics when a property fails.
 //!
 //! - [`parser`]: the SSE parser loses, adds and reorders no byte; its items do not depend on how
 //!   the input is split; an event within the size limit parses exactly as without a limit; and at
 //!   most `max_event_bytes + 1` bytes stay buffered between pushes.
 //! - [`rewriter`]: the rewriter's output keeps PRODUCT.md §2's invariants as judged by
-//!   [`toolpulse::invariants::check`] (fail-open, no byte lost or reordered, dense renumbering
+//!   [`invariants::check`] (fail-open, no byte lost or reordered, dense renumbering
 //!   where the input was dense, every opening closed exactly once, untouched when nothing is
 //!   injected), and does not depend on how the input is split; with time passing between
 //!   chunks (heartbeats, `stages`' running events) it still keeps the invariants.
@@ -27,7 +27,7 @@ use toolpulse::core::sse::{Item, Parser};
 use toolpulse::http1::client::{self, HeadError, Parsed};
 use toolpulse::http1::decode::{DecodeError, Decoder};
 use toolpulse::http1::head::MAX_HEAD_BYTES;
-use toolpulse::{Config, Rewriter, invariants};
+use toolpulse::{Config, Rewriter};
 
 /// `data` = `[limit, max_chunk, seed, input…]`: parses `input` with `max_event_bytes` =
 /// `limit + 1` (1..=256, so oversize events are common), whole and in chunks cut by
@@ -337,7 +337,7 @@ const NAMES: &[&str] = &[
 ];
 
 /// Renders opcodes as an antwort/OpenAI/LiteLLM-shaped Responses stream (the generator of
-/// `tests/properties.rs`, widened). Each byte is `op | param << 4`; `Added` and `Done` read one
+/// `tests/it/properties.rs`, widened). Each byte is `op | param << 4`; `Added` and `Done` read one
 /// more byte for the tool name. `flags` bit 6 ends the stream with an unterminated event; bit 7
 /// starts LiteLLM-style (no `event:` lines, numbers from 5).
 ///

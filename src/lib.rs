@@ -9,15 +9,12 @@
 //! - [`metrics`] and [`config`]: counters, and the validated configuration;
 //! - [`core`]: the sans-IO rewriter and everything it is made of; [`http1`]: the sans-IO HTTP/1.1
 //!   codec both roles share.
-//! - [`invariants`]: a checker of the stream's invariants over an input/output pair, used by
-//!   the tests (and fuzzing).
 
 pub mod app;
 pub mod config;
 pub mod core;
 pub mod features;
 pub mod http1;
-pub mod invariants;
 pub mod metrics;
 pub mod net;
 pub mod proxy;

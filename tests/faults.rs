@@ -3,6 +3,10 @@
 //! fault, the process's open file descriptors). The faults run one after another in one test,
 //! against one proxy and one scripted gateway, so the descriptor count is theirs alone.
 
+// A test binary of its own, not a module of `tests/it`: the descriptor count is the whole
+// process's, and tests running beside these in one process would change it. The helpers are
+// `tests/it`'s.
+#[path = "it/common/mod.rs"]
 mod common;
 
 use std::net::SocketAddr;
@@ -14,7 +18,6 @@ use common::gateway::{Action, Gateway, Recorded, Reply};
 use common::*;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-use toolpulse::invariants;
 use toolpulse::proxy::Proxy;
 
 const REQUEST: &str = r#"{"model":"m","input":"hi","stream":true}"#;

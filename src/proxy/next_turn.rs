@@ -1,7 +1,7 @@
 //! A next turn's body read whole, mapped for the gateway: the caller's pairs looked up (once per
 //! distinct id), hosted items mapped back and companions removed within
 //! `[hosted] max_mapped_body_bytes`, the body planned charged to the request-body budget before
-//! it is written, and a mended `previous_response_id` put back ([`super::request_body`] reads
+//! it is written, and a mended `previous_response_id` put back (`request_body.rs` reads
 //! the body; `crate::features::hosted` does the mapping itself).
 
 use http::HeaderValue;

@@ -272,5 +272,4 @@ impl BodyBudget {
 }
 
 #[cfg(test)]
-#[path = "tests.rs"]
 mod tests;
