@@ -522,4 +522,6 @@ impl Rewriter {
 #[cfg(test)]
 mod held_tests;
 #[cfg(test)]
+mod hosted_tests;
+#[cfg(test)]
 mod tests;
