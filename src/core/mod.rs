@@ -13,6 +13,7 @@
 pub mod dialect;
 pub mod ids;
 pub mod lifecycle;
+pub mod profile;
 pub mod profiles;
 pub mod rewrite;
 pub mod rules;

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use crate::core::ids::Key;
 use crate::core::lifecycle::classify::{Classifier, FailureRules};
-use crate::core::profiles::profile::Profile;
+use crate::core::profile::Profile;
 use crate::core::sanitize::Sanitizer;
 
 /// The settings of every stream's rewriter.

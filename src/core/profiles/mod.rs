@@ -2,7 +2,7 @@
 //! expects. A profile is a small pure function of the transition and a [`Context`]; the rewriter
 //! numbers and encodes what it returns. Several profiles may be active on one stream.
 //!
-//! - [`profile`]: the profiles by name, and which may go together;
+//! - [`Profile`] (`core/profile.rs`): the profiles by name, and which may go together;
 //! - [`render`]: a profile's events for a transition, and the calls it shows;
 //! - [`context`]: what a profile may look at besides the transition;
 //! - the presentations of a call: [`hosted`] items, [`openai`] companions (and its inline
@@ -14,7 +14,6 @@ pub mod context;
 pub mod hosted;
 pub mod item;
 pub mod openai;
-pub mod profile;
 pub mod progress;
 pub mod render;
 pub mod stages;
@@ -22,5 +21,5 @@ mod text;
 pub mod tool;
 pub mod tool_call;
 
+pub use crate::core::profile::{PRESENTATIONS, Profile, check_combination, parse_list};
 pub use context::Context;
-pub use profile::{PRESENTATIONS, Profile, check_combination, parse_list};

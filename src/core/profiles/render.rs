@@ -2,7 +2,7 @@
 //! module renders which profile.
 
 use super::context::Context;
-use super::profile::Profile;
+use crate::core::profile::Profile;
 use super::{hosted, openai, progress, stages, tool, tool_call};
 use crate::core::lifecycle::{Kind, Transition};
 use crate::core::sse::NewEvent;
