@@ -2,9 +2,9 @@
 //! module renders which profile.
 
 use super::context::Context;
-use crate::core::profile::Profile;
 use super::{hosted, openai, progress, stages, tool, tool_call};
 use crate::core::lifecycle::{Kind, Transition};
+use crate::core::profile::Profile;
 use crate::core::sse::NewEvent;
 
 impl Profile {
