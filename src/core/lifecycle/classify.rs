@@ -24,7 +24,7 @@ pub struct ToolRule {
     pub origin: Origin,
 }
 
-/// The built-in rules, tried after the config's (PRODUCT.md §2).
+/// The built-in rules, tried after the config's.
 const DEFAULT_RULES: &[(&[&str], Kind)] = &[
     (&["web_search", "web_search_preview"], Kind::WebSearch),
     (&["file_search"], Kind::FileSearch),

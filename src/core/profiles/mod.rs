@@ -8,7 +8,7 @@
 //! - the presentations of a call: [`hosted`] items, [`openai`] companions (and its inline
 //!   shape), with what their items share ([`item`]) and their out-of-band [`progress`] events;
 //! - the payload-carrying profiles [`stages`], [`tool_call`] and [`tool`], and what they derive
-//!   from a call ([`text`]).
+//!   from a call (`text`).
 
 pub mod context;
 pub mod hosted;

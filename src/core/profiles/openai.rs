@@ -1,5 +1,5 @@
 //! Profiles `openai` (the default) and `openai-inline`: OpenAI's hosted-tool lifecycle events,
-//! as antwort's spec (seed 000) and PRODUCT.md §2 define them.
+//! as antwort's spec (seed 000) defines them.
 //!
 //! | kind        | running                          | finished                                   |
 //! |-------------|----------------------------------|--------------------------------------------|

@@ -5,21 +5,23 @@
 //! Time only comes in as `now`, so every case is a plain unit test; as quinn-proto's
 //! `poll_timeout`/`handle_timeout`/`poll`, [`Rewriter::next_wake`] says when [`Rewriter::on_idle`]
 //! has something to send and [`Rewriter::take_observations`] hands over what to report.
-//! Invariants (PRODUCT.md §2): upstream events go out as their own bytes, in order, changed only
-//! in their `sequence_number` and `output_index` digits when numbers must shift, and in the
+//! Invariants: upstream events go out as their own bytes, in order, changed only in their
+//! `sequence_number` and `output_index` digits when numbers must shift, and in the
 //! items spliced into a `response.output` list; injected events go out the moment their
 //! trigger is complete; every injected `in_progress` is closed exactly once; events that cannot
 //! be read are forwarded as they are; the output does not depend on how the input was split.
 //!
 //! Each upstream event is one step: the state machines take in what it means, then one
-//! [`Decision`] says what becomes of it (forwarded, edited, dropped, or forwarded unread with
-//! its number held) and whether the events injected for it go before or after it, decided by
-//! the stream's [`present::Presentation`] and applied in one place ([`Rewriter::apply`]).
+//! `Decision` says what becomes of it (forwarded, edited, dropped, or forwarded unread with its
+//! number held) and whether the events injected for it go before or after it, decided by the
+//! stream's presentation (`present::Presentation`) and applied in one place
+//! (`Rewriter::apply`).
 //!
-//! The parts, each in a file of its own: the [`Stream`]'s choices, the [`Response`]'s state
-//! (its output [`index`]es, its presentation), the sequence [`number`]s, the pacing of progress
-//! ([`pace`]), what goes out ([`outbound`]: [`output`] pieces, the [`unread`] event) and what
-//! is reported ([`report`]); [`splice`] edits a forwarded event's bytes.
+//! The parts, each in a file of its own: the stream's choices (`stream`), the current
+//! response's state (`response`: its output [`index`]es, its presentation), the sequence
+//! [`number`]s, the pacing of progress (`pace`), what goes out (`outbound`: the `output`
+//! pieces, the `unread` event) and what is reported (`report`); `splice` edits a forwarded
+//! event's bytes.
 
 mod decision;
 pub mod index;

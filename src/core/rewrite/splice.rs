@@ -51,7 +51,7 @@ pub fn write(event: &Event, edits: &[Edit], out: &mut BytesMut) {
     out.extend_from_slice(&raw[from..]);
 }
 
-/// [`write`] on the event's joined data, written back as `data` lines; the event as it is
+/// [`write()`] on the event's joined data, written back as `data` lines; the event as it is
 /// when an edit does not fit the data.
 fn write_joined(event: &Event, edits: &[Edit], out: &mut BytesMut) {
     let Some(data) = event.data() else {
