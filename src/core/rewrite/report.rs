@@ -6,8 +6,7 @@
 
 use std::time::Duration;
 
-use crate::core::lifecycle::Untracked;
-use crate::core::lifecycle::{FailureRules, Kind, Outcome, Phase, Progress, Transition};
+use crate::core::lifecycle::{FailureRules, Kind, Outcome, Phase, Progress, Transition, Untracked};
 use crate::core::rules::Violations;
 
 /// Observations kept for the glue between two `take_observations` calls.

@@ -23,7 +23,7 @@ pub struct Response {
     pub nonce: u64,
     /// The id `response.created` gave it: the one every later event of it must carry (a
     /// gateway that changes it breaks [`Rule::ResponseId`]).
-    pub id: Option<String>,
+    id: Option<String>,
     pub indices: OutputIndices,
     /// The upstream's items, for the item rules.
     items: Items,
