@@ -497,17 +497,10 @@ impl Rewriter {
 
     /// Renders one transition with every profile.
     fn render(&mut self, transition: &Transition, context: &Context<'_>) {
-        let call_id = &transition.call.call_id;
-        for &profile in &self.stream.profiles {
-            let from = self.scratch.events.len();
-            profile.render(transition, context, &mut self.scratch.events);
-            let events = &self.scratch.events[from..];
-            let unlisted = self
-                .response
-                .presentation
-                .rendered(profile, call_id, events);
-            self.report.stats.unlisted_companions += unlisted;
-        }
+        let (profiles, events) = (&self.stream.profiles, &mut self.scratch.events);
+        let presentation = &mut self.response.presentation;
+        let unlisted = presentation.render(profiles, transition, context, events);
+        self.report.stats.unlisted_companions += unlisted;
     }
 
     fn close_all(&mut self, now: Instant) {

@@ -1,7 +1,7 @@
 //! Unit tests of the rewriter with an explicit clock: durations, heartbeats, the end of the
 //! stream, resumption, numbers, progress, zero-copy pieces, observations. Whole-stream
 //! behaviour is covered by the golden fixtures in `tests/`. The helpers here are shared with
-//! the presentations' tests.
+//! tests of presentation `hosted` (`hosted_tests`).
 
 use std::time::Duration;
 

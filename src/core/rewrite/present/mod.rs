@@ -22,7 +22,7 @@ use hosted::Hosted;
 use parts::{Parts, Step};
 
 use crate::core::lifecycle::{Tracker, Transition};
-use crate::core::profiles::Profile;
+use crate::core::profiles::{Context, Profile};
 use crate::core::rewrite::decision::{Inject, Verdict};
 use crate::core::rewrite::index::OutputIndices;
 use crate::core::rewrite::splice::Edit;
@@ -89,9 +89,28 @@ impl Presentation {
         }
     }
 
+    /// Renders `transition` with every profile of `profiles` into `events`; the presentation's
+    /// own profile keeps the item's latest state. Returns how many states were left out of
+    /// lists (over the budget).
+    pub fn render(
+        &mut self,
+        profiles: &[Profile],
+        transition: &Transition,
+        context: &Context<'_>,
+        events: &mut Vec<NewEvent>,
+    ) -> u64 {
+        let mut unlisted = 0;
+        for &profile in profiles {
+            let from = events.len();
+            profile.render(transition, context, events);
+            unlisted += self.keep(profile, &transition.call.call_id, &events[from..]);
+        }
+        unlisted
+    }
+
     /// `profile` rendered `events` for call `call_id`: the presentation's profile keeps its
     /// item's latest state. Returns how many states were left out of lists (over the budget).
-    pub fn rendered(&mut self, profile: Profile, call_id: &str, events: &[NewEvent]) -> u64 {
+    fn keep(&mut self, profile: Profile, call_id: &str, events: &[NewEvent]) -> u64 {
         match self {
             Presentation::Companions(c) if profile == Profile::OpenAi => {
                 c.shown.keep(call_id, events)
