@@ -28,6 +28,7 @@ use http::{Request, Response, Uri};
 use crate::config::Config;
 use crate::core::profiles;
 use crate::core::rewrite::Rewriter;
+use crate::core::settings::Settings;
 use crate::features::hosted::shared::Pairs;
 use crate::features::hosted::store::{MemoryStore, Tenant};
 use crate::features::progress::Traceparent;
@@ -45,7 +46,7 @@ pub const PROFILES_HEADER: &str = "x-toolpulse-profiles";
 
 /// Shared state of one proxy: its config, the upstream client, metrics, the drain signal.
 pub struct Proxy {
-    config: RwLock<Arc<Config>>,
+    current: RwLock<Current>,
     upstream: Uri,
     client: upstream::Upstream,
     metrics: Arc<Metrics>,
@@ -65,6 +66,22 @@ pub struct Proxy {
     budget: budget::BodyBudget,
 }
 
+/// The config new streams start with, and the core's settings built from it once (not once per
+/// stream: they copy the tool rules, templates and sanitizer).
+struct Current {
+    config: Arc<Config>,
+    settings: Arc<Settings>,
+}
+
+impl Current {
+    fn of(config: Arc<Config>) -> Current {
+        Current {
+            settings: config.settings(),
+            config,
+        }
+    }
+}
+
 impl Proxy {
     /// Builds the proxy; the config must name an upstream.
     pub fn new(config: Arc<Config>) -> anyhow::Result<Self> {
@@ -80,7 +97,7 @@ impl Proxy {
         Ok(Proxy {
             store: Arc::new(Pairs::memory(store)),
             nonces: AtomicU64::new(u64::from_ne_bytes(seed)),
-            config: RwLock::new(config),
+            current: RwLock::new(Current::of(config)),
             upstream,
             client,
             metrics: Arc::new(Metrics::new()),
@@ -128,10 +145,16 @@ impl Proxy {
 
     /// The config new streams start with.
     pub fn config(&self) -> Arc<Config> {
-        self.config
+        self.current().0
+    }
+
+    /// The config new streams start with and the settings their rewriters take, as one.
+    fn current(&self) -> (Arc<Config>, Arc<Settings>) {
+        let current = self
+            .current
             .read()
-            .expect("config lock is never poisoned: no panics while held")
-            .clone()
+            .expect("config lock is never poisoned: no panics while held");
+        (current.config.clone(), current.settings.clone())
     }
 
     /// The connections to the upstream.
@@ -147,7 +170,8 @@ impl Proxy {
     /// `[mcp]` sections (addresses, upstream, TLS, limits, MCP servers) and `[progress]`'s token
     /// and bind window need a restart: they are kept, with a warning if they changed.
     pub fn reload(&self, mut new: Config) {
-        let mut current = self.config.write().expect("config lock is never poisoned");
+        let mut lock = self.current.write().expect("config lock is never poisoned");
+        let current = &lock.config;
         // What the listeners and the progress registry were built from; `min_interval_ms`
         // is read per stream, so it does apply.
         let fixed = |c: &Config| (c.progress.token.clone(), c.progress.bind_window);
@@ -161,7 +185,7 @@ impl Proxy {
         if new.mcp != current.mcp {
             kept.push("[mcp]");
         }
-        if fixed(&new) != fixed(&current) {
+        if fixed(&new) != fixed(current) {
             kept.push("[progress] token and bind_window_ms");
         }
         if new.telemetry != current.telemetry {
@@ -189,7 +213,7 @@ impl Proxy {
         if !new.hosted.key_configured {
             new.hosted.key = current.hosted.key.clone();
         }
-        *current = Arc::new(new);
+        *lock = Current::of(Arc::new(new));
         self.unconfigured.forget();
         self.metrics.config_reload(Reload::Applied);
     }
@@ -207,7 +231,7 @@ impl Proxy {
         peer: SocketAddr,
         budget: &budget::BodyBudget,
     ) -> Response<ProxyBody> {
-        let config = self.config();
+        let (config, settings) = self.current();
         let (mut head, body) = request.into_parts();
         let path = head.uri.path().to_string();
         let mut log = RequestLog::new(self.metrics.clone(), head.method.clone(), path.clone());
@@ -333,7 +357,10 @@ impl Proxy {
                 response: nonce,
             };
             let facts = (&facts.client_functions[..], tenant);
-            match self.present_json(&mut head, body, &config, facts).await {
+            match self
+                .present_json(&mut head, body, &config, &settings, facts)
+                .await
+            {
                 Ok(body) => {
                     log.response = metrics::Response::Presented;
                     return Response::from_parts(head, body.with_log(log));
@@ -357,7 +384,7 @@ impl Proxy {
         let now = tokio::time::Instant::now().into_std();
         let interval = config.progress.min_interval;
         let nonce = self.nonces.fetch_add(1, Ordering::Relaxed);
-        let mut rewriter = Rewriter::new(config.settings())
+        let mut rewriter = Rewriter::new(settings)
             .with_wall_clock(SystemTime::now(), now)
             .with_progress_interval(interval)
             .with_client_functions(facts.client_functions)
@@ -400,6 +427,7 @@ impl Proxy {
         head: &mut http::response::Parts,
         body: upstream::UpstreamBody,
         config: &Config,
+        settings: &Settings,
         (client_functions, tenant): (&[String], Tenant),
     ) -> Result<ProxyBody, upstream::UpstreamBody> {
         let is_json = head
@@ -433,7 +461,7 @@ impl Proxy {
         let now = std::time::Instant::now();
         let nonce = tenant.response;
         let presented =
-            crate::features::hosted::json::present(&whole, config, client_functions, nonce, now);
+            crate::features::hosted::json::present(&whole, settings, client_functions, nonce, now);
         let Some(presented) = presented else {
             return Ok(ProxyBody::full(whole));
         };

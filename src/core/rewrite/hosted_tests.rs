@@ -197,6 +197,25 @@ fn calls_a_response_leaves_open_close_before_the_next_response() {
     }
 }
 
+/// A hosted call the response ends without closing is closed before the response's terminal
+/// event, never after it: a client stops reading at `response.completed`.
+#[test]
+fn a_call_left_open_closes_before_the_terminal_event() {
+    let t0 = Instant::now();
+    let completed = ev(
+        r#"{"type":"response.completed","sequence_number":3,"response":{"id":"r1","output":[]}}"#,
+    );
+    let input = [ev(ADDED), ev(DONE), completed].concat();
+    let mut r = rewriter(0).with_profiles(vec![Profile::Hosted]);
+    let out = whole_stream(&mut r, &input, t0);
+    let terminal = out.find("event: response.completed").expect("the end");
+    let closed = out
+        .find(r#""type":"response.output_item.done""#)
+        .expect("the item closed");
+    assert!(closed < terminal, "{out}");
+    assert!(out.contains(r#""status":"failed""#), "{out}");
+}
+
 /// An event of a hidden `function_call` that names it by `item_id` without an `output_index`
 /// (a broken upstream) is hidden with it (fuzz finding `crash-d7ff1442…`).
 #[test]

@@ -10,9 +10,9 @@ use std::time::Instant;
 use serde_json::Value;
 
 use super::store::Pair;
-use crate::config::Config;
 use crate::core::lifecycle::{Call, Failure, Outcome, OutputFacts, ToolOutput};
 use crate::core::profiles::{Context, hosted};
+use crate::core::settings::Settings;
 
 /// A response presented: its new body, and the pairs behind its hosted items (by item id).
 #[derive(Debug, Default)]
@@ -25,7 +25,7 @@ pub struct Presented {
 /// has none, or is not a Response object with an `output` list (it then goes on as it is).
 pub fn present(
     body: &[u8],
-    config: &Config,
+    settings: &Settings,
     client_functions: &[String],
     nonce: u64,
     now: Instant,
@@ -38,7 +38,7 @@ pub fn present(
         .filter(|item| item["type"] == "function_call")
         .filter_map(|item| Some((item["call_id"].as_str()?, item["name"].as_str()?)))
         .filter(|(call_id, name)| {
-            hosted::hosts(config.classifier.classify_rule(name).0)
+            hosted::hosts(settings.classifier.classify_rule(name).0)
                 && !client_functions.iter().any(|f| f == name)
                 && call_id.len() <= crate::core::ids::MAX_CALL_ID_BYTES
         })
@@ -47,9 +47,8 @@ pub fn present(
     if hosted_calls.is_empty() {
         return None;
     }
-    let settings = config.settings();
     let context = Context {
-        settings: &settings,
+        settings,
         wall: None,
         hosted: true,
         nonce,
@@ -145,6 +144,7 @@ fn hosted_item(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::Config;
 
     fn config() -> Config {
         Config::from_toml_str(
@@ -163,7 +163,8 @@ mod tests {
             {"type":"function_call_output","id":"o1","call_id":"c1","output":"[1,2]"},
             {"type":"message","id":"msg_1","role":"assistant","content":[]}
         ],"usage":{"total_tokens":3}}"#;
-        let presented = present(body, &config(), &[], 9, Instant::now()).expect("changed");
+        let presented =
+            present(body, &config().settings(), &[], 9, Instant::now()).expect("changed");
         let v: Value = serde_json::from_slice(&presented.body).expect("JSON");
         let types: Vec<_> = v["output"]
             .as_array()
@@ -193,9 +194,9 @@ mod tests {
     fn declared_functions_and_plain_responses_are_left_alone() {
         let body = br#"{"output":[{"type":"function_call","call_id":"c1","name":"web_search","arguments":"{}"},{"type":"function_call_output","call_id":"c1","output":"x"}]}"#;
         let now = Instant::now();
-        assert!(present(body, &config(), &["web_search".into()], 0, now).is_none());
+        assert!(present(body, &config().settings(), &["web_search".into()], 0, now).is_none());
         let plain = br#"{"output":[{"type":"message"}]}"#;
-        assert!(present(plain, &config(), &[], 0, now).is_none());
-        assert!(present(b"not json", &config(), &[], 0, now).is_none());
+        assert!(present(plain, &config().settings(), &[], 0, now).is_none());
+        assert!(present(b"not json", &config().settings(), &[], 0, now).is_none());
     }
 }
