@@ -444,11 +444,17 @@ impl Rewriter {
         self.inject(now);
     }
 
-    /// Renders, numbers and writes the events for the pending transitions.
+    /// Renders, numbers and writes the events for the pending transitions. Most steps have
+    /// none: the check is inlined into the loop, the rendering is not.
+    #[inline]
     fn inject(&mut self, now: Instant) {
-        if self.scratch.transitions.is_empty() {
-            return;
+        if !self.scratch.transitions.is_empty() {
+            self.inject_transitions(now);
         }
+    }
+
+    #[inline(never)]
+    fn inject_transitions(&mut self, now: Instant) {
         // Injections are rare (a few per tool call): an Arc clone here is nothing.
         let settings = self.settings.clone();
         let context = Context {
