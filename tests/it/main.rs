@@ -19,6 +19,7 @@ mod h1_request;
 mod attacks;
 mod bus;
 mod cli;
+mod costs;
 mod deploy;
 mod fixtures;
 mod fuzz_corpus;
