@@ -6,6 +6,7 @@
 #   bash bench/heap.sh            needs heaptrack (apt-get install heaptrack) and the release
 #                                 builds bench/run.sh makes (NO_BUILD=1 skips building)
 #   OUT=DIR bash bench/heap.sh    keep the files in DIR (default: a fresh /tmp directory)
+#   TOOLPULSE_BIN=F               profile this toolpulse binary (e.g. a build from before a change)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/lib.sh
@@ -27,7 +28,8 @@ target/release/examples/bench_upstream --listen "127.0.0.1:$UP_PORT" --exit-afte
   >"$TMP/upstream.log" 2>&1 &
 UP_PID=$!
 wait_port "$UP_PORT" "$UP_PID" upstream
-RUST_LOG=warn heaptrack -o "$TMP/heap" target/release/toolpulse --config "$TMP/toolpulse.toml" \
+TOOLPULSE=${TOOLPULSE_BIN:-target/release/toolpulse}
+RUST_LOG=warn heaptrack -o "$TMP/heap" "$TOOLPULSE" --config "$TMP/toolpulse.toml" \
   --upstream "http://127.0.0.1:$UP_PORT" --listen "127.0.0.1:$TP_PORT" \
   --admin-listen "127.0.0.1:$ADMIN_PORT" >"$TMP/toolpulse.log" 2>&1 &
 TP_PID=$!
@@ -37,7 +39,7 @@ target/release/examples/bench_client --url "http://127.0.0.1:$TP_PORT/v1/respons
   --tool-delay-us 1000000 --ramp-ms 2000 >"$TMP/client.json" 2>"$TMP/client.err"
 log "streams ok: $(jnum streams_ok "$TMP/client.json"), failed: $(jnum streams_failed "$TMP/client.json")"
 # SIGTERM to toolpulse itself (not heaptrack's wrapper), so that heaptrack writes its file.
-pkill -TERM -P "$TP_PID" -x toolpulse 2>/dev/null || pkill -TERM -x toolpulse || true
+pkill -TERM -P "$TP_PID" -x "$(basename "$TOOLPULSE" | cut -c1-15)" 2>/dev/null || true
 wait "$TP_PID" || true
 TP_PID=""
 heaptrack_print -f "$TMP"/heap.*zst --print-histogram "$TMP/sizes.txt" --peak-limit 12 \
