@@ -127,7 +127,10 @@ pub async fn serve(
             let metrics = admin.metrics.clone();
             let handle =
                 move |request: Request<ClientBody>| std::future::ready(admin.answer(&request));
-            let served = listen::serve(&builder, stream, &watch, &limits, activity, handle);
+            // Pinned in place: moved into `slot.serve` it would be stored twice in this task.
+            let served = std::pin::pin!(listen::serve(
+                &builder, stream, &watch, &limits, activity, handle
+            ));
             // Evicted: dropping the connection closes it, wherever it stands.
             let Some((closed, _)) = slot.serve(served).await else {
                 return;

@@ -124,7 +124,10 @@ pub async fn serve<S: Service>(
                 let (service, budget) = (service.clone(), budget.clone());
                 async move { service.handle(request, peer, &budget).await }
             };
-            let served = listen::serve(&builder, stream, &watch, &limits, activity, handle);
+            // Pinned in place: moved into `slot.serve` it would be stored twice in this task.
+            let served = std::pin::pin!(listen::serve(
+                &builder, stream, &watch, &limits, activity, handle
+            ));
             // Evicted (`None`): dropping the connection closed it, wherever it stood.
             if let Some((closed, result)) = slot.serve(served).await {
                 if let Err(error) = result {

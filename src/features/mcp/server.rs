@@ -79,7 +79,10 @@ pub async fn serve(
                 let (front, share, budget) = (front.clone(), share.clone(), budget.clone());
                 async move { front.handle(request, peer, &share, &budget).await }
             };
-            let served = listen::serve(&builder, stream, &watch, &limits, activity, handle);
+            // Pinned in place: moved into `slot.serve` it would be stored twice in this task.
+            let served = std::pin::pin!(listen::serve(
+                &builder, stream, &watch, &limits, activity, handle
+            ));
             // Evicted (`None`): dropping the connection closed it, wherever it stood.
             let Some((closed, result)) = slot.serve(served).await else {
                 return;
