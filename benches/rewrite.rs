@@ -1,11 +1,11 @@
 //! Throughput of the rewriting core (`cargo bench --bench rewrite`), on generated antwort-shaped
 //! streams: (a) text only — nothing to inject, every byte forwarded — and (b) a web_search tool
 //! round every 50 events — injection plus renumbering of every later event, under the default
-//! profile (`hosted`) and under `openai` (companions) — each fed in 16 KiB,
-//! 1 KiB and 64 B chunks; plus a real recorded OpenAI stream. Criterion reports bytes/s; the
-//! event count per stream is printed so events/s follows. The chunks go in as the proxy feeds
-//! them (`Rewriter::feed_bytes`: `Bytes`, and pieces out). Group `long_arguments`: one call
-//! whose 256 KiB or 1 MiB of arguments arrive in 4-byte deltas, under `hosted` and `stages`.
+//! profile (`hosted`) and under `openai` (companions) — each fed in 16 KiB, 1 KiB and 64 B chunks;
+//! plus a real recorded OpenAI stream. Criterion reports bytes/s; the event count per stream is
+//! printed so events/s follows. The chunks go in as the proxy feeds them (`Rewriter::feed_into`:
+//! `Bytes` in, pieces into a queue kept across chunks). Group `long_arguments`: one call whose 256
+//! KiB or 1 MiB of arguments arrive in 4-byte deltas, under `hosted` and `stages`.
 
 use std::hint::black_box;
 use std::path::Path;
@@ -76,13 +76,11 @@ fn rewrite(config: &Arc<Config>, input: &Bytes, chunk: usize) -> usize {
     let now = Instant::now();
     let mut rewriter = Rewriter::new(config.settings());
     let mut out = 0;
+    let mut pieces = Vec::new();
     for start in (0..input.len()).step_by(chunk) {
         let piece = input.slice(start..(start + chunk).min(input.len()));
-        out += rewriter
-            .feed_bytes(piece, now)
-            .iter()
-            .map(Bytes::len)
-            .sum::<usize>();
+        rewriter.feed_into(piece, now, &mut pieces);
+        out += pieces.drain(..).map(|p| p.len()).sum::<usize>();
     }
     out + rewriter.finish(now).len()
 }

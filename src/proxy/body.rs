@@ -284,15 +284,6 @@ impl RewriteBody {
         Poll::Ready(Some(Ok(Frame::data(out))))
     }
 
-    /// [`RewriteBody::send`] for the pieces of one upstream chunk's output: the first now, the
-    /// others at the next polls.
-    fn send_pieces(&mut self, pieces: Vec<Bytes>) -> Polled {
-        let mut pieces = pieces.into_iter();
-        let first = pieces.next().unwrap_or_default();
-        self.queued.extend(pieces);
-        self.send(first)
-    }
-
     /// Upstream ended, broke, or the drain ran out: close open calls, send the rest, then end.
     fn end(&mut self, end: StreamEnd) -> Polled {
         self.state = State::Ended;
@@ -387,8 +378,12 @@ impl Body for RewriteBody {
             match frame.into_data() {
                 Ok(data) => {
                     this.log.metrics().bytes_in.inc_by(data.len() as u64);
-                    let pieces = this.rewriter.feed_bytes(data, Self::now());
-                    if let polled @ Poll::Ready(_) = this.send_pieces(pieces) {
+                    // The queue is empty here: it is sent whole before the upstream is read.
+                    this.rewriter.feed_into(data, Self::now(), &mut this.queued);
+                    // The first piece now (or none: `send` also hands over the observations),
+                    // the others at the next polls.
+                    let first = this.queued.pop_front().unwrap_or_default();
+                    if let polled @ Poll::Ready(_) = this.send(first) {
                         return polled;
                     }
                 }

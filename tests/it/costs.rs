@@ -3,6 +3,7 @@
 //! run on other threads). A budget is a count, so a change that adds an
 //! allocation to every forwarded event fails here on any machine; time is for `bench/`.
 
+use std::collections::VecDeque;
 use std::time::Instant;
 
 use bytes::{Bytes, BytesMut};
@@ -53,36 +54,32 @@ fn per_event(profile: Profile, events: &[String], warm_up: usize, per_chunk: usi
             .map(|c| c.iter().map(String::len).sum());
         sizes.map(|n| buffer.split_to(n).freeze()).collect()
     };
+    // The glue's queue of pieces, kept across chunks as the proxy keeps it.
+    let mut queued = VecDeque::new();
     for chunk in chunks(&events[..warm_up]) {
-        drop(rewriter.feed_bytes(chunk, now));
+        rewriter.feed_into(chunk, now, &mut queued);
+        queued.clear();
     }
     let measured = chunks(&events[warm_up..]);
     let n = allocations(|| {
         for chunk in measured {
-            drop(rewriter.feed_bytes(chunk, now));
+            rewriter.feed_into(chunk, now, &mut queued);
+            queued.clear();
         }
     });
     n as f64 / (events.len() - warm_up) as f64
 }
 
-/// An event forwarded untouched costs no allocation of its own: what remains is the pieces'
-/// list for each chunk (one per chunk), so one event per read costs at most one allocation and a
-/// flood of events in large reads next to none.
+/// An event forwarded untouched costs no allocation: it goes out as a slice of the read it came
+/// in, into the glue's queue, whether each read holds one event or a hundred.
 #[test]
-fn a_forwarded_event_allocates_at_most_its_chunks_list() {
+fn a_forwarded_event_allocates_nothing() {
     let events: Vec<String> = (0..4_000).map(text_delta).collect();
     for profile in [Profile::Hosted, Profile::OpenAi] {
         let paced = per_event(profile, &events, 1_000, 1);
         let flood = per_event(profile, &events, 1_000, 100);
-        eprintln!("{profile:?}: {paced:.3} an event per read, {flood:.4} in a flood");
-        assert!(
-            paced <= 1.0,
-            "{profile:?}, an event per read: {paced} allocations an event"
-        );
-        assert!(
-            flood <= 0.02,
-            "{profile:?}, 100 events per read: {flood} allocations an event"
-        );
+        assert_eq!(paced, 0.0, "{profile:?}, an event per read");
+        assert_eq!(flood, 0.0, "{profile:?}, 100 events per read");
     }
 }
 
@@ -103,6 +100,8 @@ fn a_tool_stream_stays_within_its_allocation_budget() {
         }
     }
     let hosted = per_event(Profile::Hosted, &events, 1_000, 1);
-    eprintln!("hosted, an event per read: {hosted:.2} allocations an event");
-    assert!(hosted <= 3.0, "{hosted} allocations an event");
+    assert!(
+        hosted <= 2.0,
+        "{hosted} allocations an event (1.78 when this was written)"
+    );
 }

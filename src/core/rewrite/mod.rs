@@ -195,22 +195,23 @@ impl Rewriter {
     /// Rewrites the next upstream bytes; returns what to send now (possibly nothing, while an
     /// event is incomplete), in one piece.
     pub fn feed(&mut self, chunk: &[u8], now: Instant) -> Bytes {
-        let pieces = self.feed_bytes(Bytes::copy_from_slice(chunk), now);
+        let mut pieces = Vec::new();
+        self.feed_into(Bytes::copy_from_slice(chunk), now, &mut pieces);
         concat(pieces)
     }
 
     /// [`Rewriter::feed`] without copies where nothing changes: upstream events forwarded
-    /// unchanged go out as slices of `chunk`; the pieces, in order, are what to send now.
-    pub fn feed_bytes(&mut self, chunk: Bytes, now: Instant) -> Vec<Bytes> {
+    /// unchanged go out as slices of `chunk`; the pieces, in order, are what to send now,
+    /// appended to `pieces` (a queue the glue keeps: a chunk's output allocates no list).
+    pub fn feed_into(&mut self, chunk: Bytes, now: Instant, pieces: &mut impl Extend<Bytes>) {
         self.out.begin_chunk(chunk.clone());
         self.parser.push_bytes(chunk);
         while let Some(item) = self.parser.next_item() {
             self.on_item(item, now);
         }
         self.send_due_progress(now);
-        let pieces = self.out.take(now);
+        self.out.take_into(now, pieces);
         self.out.end_chunk();
-        pieces
     }
 
     /// Upstream ended (EOF or disconnect): closes the calls still open and returns the last

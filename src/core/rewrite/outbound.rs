@@ -89,15 +89,32 @@ impl Outbound {
 
     /// The output so far, in order; `now` is when it goes out.
     pub fn take(&mut self, now: Instant) -> Vec<Bytes> {
-        let pieces = self.pieces.take();
-        if !pieces.is_empty() {
+        let mut pieces = Vec::new();
+        self.take_into(now, &mut pieces);
+        pieces
+    }
+
+    /// [`Outbound::take`], appended to `pieces`.
+    pub fn take_into(&mut self, now: Instant, pieces: &mut impl Extend<Bytes>) {
+        let mut any = false;
+        self.pieces.take_into(&mut Counted(pieces, &mut any));
+        if any {
             self.last = Some(now);
         }
-        pieces
     }
 
     /// When output last went out.
     pub fn last(&self) -> Option<Instant> {
         self.last
+    }
+}
+
+/// Notes whether any piece went through.
+struct Counted<'a, E>(&'a mut E, &'a mut bool);
+
+impl<E: Extend<Bytes>> Extend<Bytes> for Counted<'_, E> {
+    fn extend<I: IntoIterator<Item = Bytes>>(&mut self, pieces: I) {
+        let any = &mut *self.1;
+        self.0.extend(pieces.into_iter().inspect(|_| *any = true));
     }
 }

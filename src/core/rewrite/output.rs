@@ -82,13 +82,14 @@ impl Output {
         }
     }
 
-    /// The output so far, in order.
-    pub fn take(&mut self) -> Vec<Bytes> {
+    /// The output so far, in order, appended to `pieces`; the list of segments keeps its
+    /// capacity, so a stream's steady state allocates no list per chunk.
+    pub fn take_into(&mut self, pieces: &mut impl Extend<Bytes>) {
         self.end_run();
         if !self.out.is_empty() {
             self.segments.push(self.out.split().freeze());
         }
-        std::mem::take(&mut self.segments)
+        pieces.extend(self.segments.drain(..));
     }
 }
 
@@ -121,11 +122,14 @@ mod tests {
         output.text().extend_from_slice(b"XY");
         output.raw(&chunk.slice(8..12));
         output.raw(&Bytes::from_static(b"!"));
-        let pieces = output.take();
+        let mut pieces = Vec::new();
+        output.take_into(&mut pieces);
         output.end_chunk();
         assert_eq!(pieces.len(), 4, "{pieces:?}");
         assert_eq!(pieces[0].as_ptr(), chunk.as_ptr(), "a slice, not a copy");
         assert_eq!(concat(pieces), Bytes::from_static(b"aaaabbbbXYcccc!"));
-        assert!(output.take().is_empty());
+        let mut rest = Vec::new();
+        output.take_into(&mut rest);
+        assert!(rest.is_empty());
     }
 }

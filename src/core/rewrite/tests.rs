@@ -334,7 +334,7 @@ fn progress_waits_for_a_half_forwarded_event() {
     );
 }
 
-/// The pieces `feed_bytes` returns for a stream fed in `chunk`-byte pieces, each with whether
+/// The pieces `feed_into` gives for a stream fed in `chunk`-byte pieces, each with whether
 /// it is a slice of the chunk it came from (not copied).
 fn pieces_of(input: &[u8], chunk: usize) -> (Vec<u8>, usize) {
     let now = Instant::now();
@@ -343,7 +343,9 @@ fn pieces_of(input: &[u8], chunk: usize) -> (Vec<u8>, usize) {
     for part in input.chunks(chunk) {
         let part = Bytes::copy_from_slice(part);
         let range = part.as_ptr_range();
-        for piece in r.feed_bytes(part.clone(), now) {
+        let mut pieces = Vec::new();
+        r.feed_into(part.clone(), now, &mut pieces);
+        for piece in pieces {
             let at = piece.as_ptr_range();
             if !(range.start <= at.start && at.end <= range.end) {
                 copied += piece.len();
