@@ -20,6 +20,7 @@ mod attacks;
 mod bus;
 mod cli;
 mod deploy;
+mod docs;
 mod fixtures;
 mod fuzz_corpus;
 mod h1_server;
