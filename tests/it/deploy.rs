@@ -20,7 +20,7 @@ use common::redis_server::RedisServer;
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 /// How long the binary may take to log that it listens.
-const START_TIMEOUT: Duration = Duration::from_secs(10);
+const START_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long it may take to exit after SIGTERM with no stream in flight, or to answer a probe.
 const STOP_TIMEOUT: Duration = Duration::from_secs(5);
 

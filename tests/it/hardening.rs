@@ -24,7 +24,7 @@ use toolpulse::proxy::Proxy;
 use common::gateway::{Action, Gateway, Reply};
 
 /// Far above every timeout below: a connection still open after this was not closed.
-const PATIENCE: Duration = Duration::from_secs(10);
+const PATIENCE: Duration = Duration::from_secs(60);
 
 fn config(gateway: &Gateway, extra: &str) -> Config {
     let text = format!(

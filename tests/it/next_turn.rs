@@ -26,7 +26,7 @@ use toolpulse::config::BusConfig;
 use toolpulse::features::progress::bus::BusHub;
 use toolpulse::proxy::Proxy;
 
-const WAIT: Duration = Duration::from_secs(15);
+const WAIT: Duration = Duration::from_secs(60);
 const KEY: &str = "a deployment key of some length";
 
 const CALL_ITEM: &str = r#"{"id":"fc_1","type":"function_call","status":"completed","name":"srv_lookup","call_id":"call_1","arguments":"{\"user\":\"ada\"}"}"#;

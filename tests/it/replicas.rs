@@ -32,7 +32,7 @@ use rmcp::transport::StreamableHttpClientTransport;
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 
-const WAIT: Duration = Duration::from_secs(15);
+const WAIT: Duration = Duration::from_secs(60);
 const PROTOCOL: &str = "2025-06-18";
 
 // ---------------------------------------------------------------------------------------------
