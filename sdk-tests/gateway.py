@@ -26,8 +26,10 @@ The request's `model` picks the scenario:
 A request with `"stream": false` (or none) gets the final Response object as JSON.
 The query parameter `?done=1` appends `data: [DONE]` after the terminal event (antwort does,
 OpenAI does not), `?base=1` makes `output_index` 1-based (antwort's), `?spec023=1` adds the
-gateway's own tool lifecycle events (antwort's spec 023, below) and `?tool_ms=N` sets the tool
-pause (default 250 ms).
+gateway's own tool lifecycle events (antwort's spec 023, below), `?tool_ms=N` sets the tool
+pause (default 250 ms) and `?hold=CALL_ID,…` makes the pause before those calls' outputs last
+until the test releases it (`POST /_outputs/<call_id>`, as for a held output; an empty body
+keeps the scripted output).
 
 `?spec023=1`: every call the gateway runs (all of them: those whose output it streams, the one
 that never gets an output, the held one) gets the gateway's own lifecycle events ON ITS
@@ -376,6 +378,24 @@ SCENARIOS = {PLAIN_MODEL: plain_script, PARALLEL_MODEL: parallel_script,
              FAILURES_MODEL: failures_script, HELD_MODEL: held_script}
 
 
+def hold(script: Script, call_ids: set[str]) -> None:
+    """`?hold=call_web_1,…`: the tool pause before each of those calls' outputs lasts until the
+    test posts `/_outputs/<call_id>` (an empty body keeps the scripted output), so a test can
+    look at the client while the gateway still runs the tool, whatever the machine's speed."""
+    for i, (_, event) in enumerate(script.steps):
+        item = event.get("item") or {}
+        if event.get("type") != "response.output_item.added" or item.get("call_id") not in call_ids:
+            continue
+        if item.get("type") != "function_call_output":
+            continue
+        # The pause is on this step, or (with spec 023's events) on the terminal event before it.
+        for j in range(i, -1, -1):
+            pause = script.steps[j][0]
+            if isinstance(pause, float) and pause > 0:
+                script.steps[j] = (HeldOutput(item["call_id"]), script.steps[j][1])
+                break
+
+
 def script_for(model: str | None, tool_seconds: float, base: int = 0, spec023: bool = False) -> Script:
     """The scenario a request's `model` picks (the agentic stream for any other model);
     `spec023`: with the gateway's own lifecycle events (`?spec023=1`)."""
@@ -448,6 +468,7 @@ class Handler(BaseHTTPRequestHandler):
         base = int(query.get("base", ["0"])[0])
         spec023 = query.get("spec023", ["0"])[0] == "1"
         script = script_for(body.get("model"), tool_seconds, base, spec023)
+        hold(script, set(query.get("hold", [""])[0].split(",")) - {""})
         if not body.get("stream"):
             self._send_json(200, script.steps[-1][1]["response"])
             return
@@ -463,7 +484,10 @@ class Handler(BaseHTTPRequestHandler):
         try:
             for pause, event in chunks:
                 if isinstance(pause, HeldOutput):
-                    released[pause.call_id] = self._wait_for_output(pause.call_id)
+                    # An empty post releases the scripted output as it is.
+                    output = self._wait_for_output(pause.call_id)
+                    if output:
+                        released[pause.call_id] = output
                 elif pause:
                     time.sleep(pause)
                 chunk = b"data: [DONE]\n\n" if event is None else encode(with_outputs(event, released))

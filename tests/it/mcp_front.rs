@@ -989,3 +989,25 @@ async fn a_real_servers_progress_reaches_the_client_stream_and_not_the_gateway()
         "numbered: {text}"
     );
 }
+
+#[tokio::test]
+async fn an_unreachable_server_is_a_502_naming_its_address() {
+    let closed = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let dead = closed.local_addr().expect("addr");
+    drop(closed);
+    let (front, _) = start_front(config(dead, None), RecordingHub::new()).await;
+    let client = http_client();
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "ping"});
+    let response = post_rpc(&client, &format!("http://{front}/srv"), None, &[], body).await;
+    assert_eq!(response.status(), 502);
+    let body = json_body(response).await;
+    assert_eq!(body["error"]["code"], "upstream_unreachable");
+    let message = body["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains(&format!("http://{dead}/mcp")), "{message}");
+    assert!(
+        message.contains("onnection refused"),
+        "the cause: {message}"
+    );
+}
