@@ -502,7 +502,7 @@ fn a_taken_admin_port_says_how_to_pick_another() {
     );
 }
 
-/// Issue 26 (7, 10): a config error never prints a secret: a syntax error on a secret's line
+/// A config error never prints a secret: a syntax error on a secret's line
 /// (a token, a collector header, a bus URL with a password, a misspelt key) is said by line
 /// and column only, and an OTLP endpoint with a password in it is refused without echoing it.
 #[test]

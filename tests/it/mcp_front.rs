@@ -396,7 +396,7 @@ async fn the_gateways_own_token_gets_every_notification_and_meta_traceparent_win
     assert_eq!(progress_of(&seen, *binding), steps(2));
 }
 
-/// The attack of issue 26 (3): a stateless MCP server (no `Mcp-Session-Id`) and a gateway whose
+/// An attack: a stateless MCP server (no `Mcp-Session-Id`) and a gateway whose
 /// tokens restart per request (the official SDKs use the JSON-RPC id): two users' concurrent
 /// calls both carry `progressToken: 1`. Each call's progress is the one its own answer stream
 /// carried, never the other's.
@@ -456,7 +456,7 @@ async fn two_stateless_calls_with_one_token_each_get_only_their_own_progress() {
     }
 }
 
-/// Issue 26 (11): a gateway's own token that happens to look like toolpulse's (`tp-` and 32
+/// A gateway's own token that happens to look like toolpulse's (`tp-` and 32
 /// hex digits) is the gateway's: its notifications reach the gateway.
 #[tokio::test]
 async fn a_gateway_token_shaped_like_toolpulses_reaches_the_gateway() {
