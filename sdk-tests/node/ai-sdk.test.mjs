@@ -257,7 +257,7 @@ describe(`Vercel AI SDK: ai ${version('ai')}, @ai-sdk/openai ${version('@ai-sdk/
 
   // ---------------------------------------------------------------- profile hosted (the default)
 
-  // Each runs against the plain gateway and against one that emits antwort's in-place lifecycle events lifecycle
+  // Each runs against the plain gateway and against one that emits antwort's in-place lifecycle
   // events on its function_call items (gateway.py `?spec023=1`), which toolpulse folds into its
   // hosted items: the same expectations.
   for (const [mode, extra] of [['', {}], [', spec023 gateway events', { spec023: '1' }]]) {
