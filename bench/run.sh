@@ -28,7 +28,7 @@
 #                   gateway's function_calls, the default before `hosted`): target
 #                   "toolpulse-openai", measured in the tools phase right after plain toolpulse
 #                   (profile `hosted`, the default), so the two profiles compare in one run
-#   BUS=1           the cost of the progress bus (issue 17): starts a redis-server (Debian's, on a
+#   BUS=1           the cost of the progress bus: starts a redis-server (Debian's, on a
 #                   free loopback port, no persistence) and two more toolpulse processes, measured
 #                   in the tools phase only: toolpulse-mcp (an [mcp] listener: the in-process
 #                   registry of open calls) and toolpulse-bus (the same plus [progress] bus on that
@@ -584,7 +584,7 @@ EOF
   if [ "$BUS" = 1 ] && [ -s "$BUS_ROWS" ]; then
     cat <<EOF
 
-The progress bus (BUS=1; issue 17), tools phase: toolpulse-mcp has an [mcp] listener, so every
+The progress bus (BUS=1), tools phase: toolpulse-mcp has an [mcp] listener, so every
 stream registers its open calls in the in-process registry; toolpulse-bus is the same with
 [progress] bus on a redis-server (v$("$REDIS_SERVER" --version | sed -n 's/.* v=\([^ ]*\).*/\1/p'), no persistence, on the load CPU), which mirrors
 each call's opening and closing into Redis. $BUS_ROUNDS round(s), alternating which goes first,
@@ -631,7 +631,7 @@ EOF
         ($3 - $2) / n, $5, $6, $7 }' "$RSS_ROWS"
   fi
   echo
-  echo "Targets (issue 7): proxy CPU per event ≤ nginx's in paced, ≤ 1.2× in tools, ≤ 1.5× in flood;"
+  echo "Targets: proxy CPU per event ≤ nginx's in paced, ≤ 1.2× in tools, ≤ 1.5× in flood;"
   echo "added p50/p99 at ${PACED[0]} paced streams no worse than nginx; peak RSS ≤ 64 MiB with 1,000 streams."
   [ "$FAILURES" = 0 ] || echo "**$FAILURES client run(s) had failed streams: see the log above.**"
 }

@@ -4,7 +4,7 @@
 //! - [`parser`]: the SSE parser loses, adds and reorders no byte; its items do not depend on how
 //!   the input is split; an event within the size limit parses exactly as without a limit; and at
 //!   most `max_event_bytes + 1` bytes stay buffered between pushes.
-//! - [`rewriter`]: the rewriter's output keeps PRODUCT.md §2's invariants as judged by
+//! - [`rewriter`]: the rewriter's output keeps the stream's guarantees (docs/profiles.md, docs/stream-rules.md) as judged by
 //!   [`invariants::check`] (fail-open, no byte lost or reordered, dense renumbering
 //!   where the input was dense, every opening closed exactly once, untouched when nothing is
 //!   injected), and does not depend on how the input is split; with time passing between

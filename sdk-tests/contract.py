@@ -1,6 +1,6 @@
 """The stream toolpulse should make of a gateway's stream, derived independently of toolpulse.
 
-This is the SDK tests' oracle for PRODUCT.md §2 (profile `openai`, the default, with a native
+This is the SDK tests' oracle for the stream's guarantees (docs/profiles.md) (profile `openai`, the default, with a native
 companion item per classified call) and for the opt-in `openai-inline` profile (lifecycle
 events on the `function_call` item itself). Feed it the gateway's own events, one at a time, in
 order; it returns the events a client should see at that point:
@@ -29,7 +29,7 @@ exact bytes of JSON it may re-serialize while sanitizing) come out as matchers (
 items move down by one); dropped events give up their sequence numbers. Its ids are opaque, so
 they come out as `HostedIds` matchers: any `tph_` id, the same on every event of one call, a
 different one per call. A gateway's own lifecycle events on a hosted call's `function_call` item
-(antwort's spec 023: `response.mcp_call.in_progress` … on the function_call's `item_id` and
+(antwort's in-place lifecycle events: `response.mcp_call.in_progress` … on the function_call's `item_id` and
 `output_index`; gateway.py `?spec023=1`) are events of that hidden item, dropped like its other
 events: the client's stream is the one the gateway gives without them, numbers dense.
 """
@@ -513,7 +513,7 @@ class HostedOracle(_Renumbering):
             out += self._close_all()
 
         # The hosted call's function_call item: its events become the hosted item's (the
-        # gateway's own spec 023 lifecycle events on it are dropped with the rest).
+        # gateway's own in-place lifecycle events on it are dropped with the rest).
         if isinstance(index, int) and index in r.fc_at:
             call = r.fc_at[index]
             self._drop(event)

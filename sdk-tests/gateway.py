@@ -26,13 +26,15 @@ The request's `model` picks the scenario:
 A request with `"stream": false` (or none) gets the final Response object as JSON.
 The query parameter `?done=1` appends `data: [DONE]` after the terminal event (antwort does,
 OpenAI does not), `?base=1` makes `output_index` 1-based (antwort's), `?spec023=1` adds the
-gateway's own tool lifecycle events (antwort's spec 023, below) and `?tool_ms=N` sets the tool
-pause (default 250 ms).
+gateway's own tool lifecycle events (antwort's in-place lifecycle events, below), `?tool_ms=N` sets the tool
+pause (default 250 ms) and `?hold=CALL_ID,…` makes the pause before those calls' outputs last
+until the test releases it (`POST /_outputs/<call_id>`, as for a held output; an empty body
+keeps the scripted output).
 
 `?spec023=1`: every call the gateway runs (all of them: those whose output it streams, the one
 that never gets an output, the held one) gets the gateway's own lifecycle events ON ITS
 `function_call` ITEM (`item_id` the function_call's id, `output_index` its index; fields
-`type`, `item_id`, `output_index`, `name` (the tool's, spec 023's FR-005), `sequence_number`, no
+`type`, `item_id`, `output_index`, `name` (the tool's), `sequence_number`, no
 item), by tool: web_search →
 `response.web_search_call.*`, file_search → `response.file_search_call.*`, anything else
 (github_*, demo_crunch) → `response.mcp_call.*`. Right after the call's function_call
@@ -40,7 +42,7 @@ item), by tool: web_search →
 `.searching` for the searches. Right before its function_call_output's `output_item.added`
 (after the tool pause; for a held output, once it is released): `.completed`, or
 `response.mcp_call.failed` for an MCP tool whose output is a failure (FAILED_OUTPUTS:
-github_broken's); spec 023 has no failed event for the searches, so they end `.completed`
+github_broken's); antwort's in-place events have no failed event for the searches, so they end `.completed`
 whatever the output, and a held output is not known in advance: `.completed`. A call that never
 gets an output gets its `.in_progress` only. Without the parameter the stream is byte for byte
 what it was before the parameter existed.
@@ -78,7 +80,7 @@ DEFAULT_TOOL_MS = 250
 
 # The MCP failure text antwort writes when no executor handles a tool.
 BROKEN_OUTPUT = "no executor found for tool github_broken"
-# Outputs of MCP tools that failed (their spec 023 terminal event is `response.mcp_call.failed`).
+# Outputs of MCP tools that failed (their in-place terminal event is `response.mcp_call.failed`).
 FAILED_OUTPUTS = frozenset({BROKEN_OUTPUT})
 
 FINAL_TEXT = (
@@ -141,7 +143,7 @@ CALLS = {
 
 
 def lifecycle_type(name: str) -> str:
-    """The spec 023 event prefix a tool gets (see `?spec023=1` in the module docstring)."""
+    """The in-place event prefix a tool gets (see `?spec023=1` in the module docstring)."""
     if name in ("web_search", "file_search"):
         return f"response.{name}_call"
     return "response.mcp_call"
@@ -207,7 +209,7 @@ class Script:
         self.output: list[dict] = []  # final items, in output_index order
         self.tool_seconds = tool_seconds
         self.base = base  # the first output_index: 0 (OpenAI) or 1 (antwort)
-        self.spec023 = spec023  # the gateway's own lifecycle events (antwort's spec 023)
+        self.spec023 = spec023  # the gateway's own lifecycle events (antwort's in-place lifecycle events)
         self.function_calls: dict[str, tuple[int, str]] = {}  # key -> (output_index, item id)
         self.created_at = int(time.time())
 
@@ -256,7 +258,7 @@ class Script:
         return [index for index, *_ in calls]
 
     def _lifecycle(self, key: str, event_type: str, pause: float | HeldOutput = 0.0) -> None:
-        """A spec 023 event on the function_call item of `key` (see the module docstring)."""
+        """An in-place event on the function_call item of `key` (see the module docstring)."""
         index, item_id = self.function_calls[key]
         name = CALLS[key][1]
         self.emit({"type": event_type, "item_id": item_id, "output_index": index, "name": name}, pause)
@@ -376,6 +378,24 @@ SCENARIOS = {PLAIN_MODEL: plain_script, PARALLEL_MODEL: parallel_script,
              FAILURES_MODEL: failures_script, HELD_MODEL: held_script}
 
 
+def hold(script: Script, call_ids: set[str]) -> None:
+    """`?hold=call_web_1,…`: the tool pause before each of those calls' outputs lasts until the
+    test posts `/_outputs/<call_id>` (an empty body keeps the scripted output), so a test can
+    look at the client while the gateway still runs the tool, whatever the machine's speed."""
+    for i, (_, event) in enumerate(script.steps):
+        item = event.get("item") or {}
+        if event.get("type") != "response.output_item.added" or item.get("call_id") not in call_ids:
+            continue
+        if item.get("type") != "function_call_output":
+            continue
+        # The pause is on this step, or (with antwort's in-place events) on the terminal event before it.
+        for j in range(i, -1, -1):
+            pause = script.steps[j][0]
+            if isinstance(pause, float) and pause > 0:
+                script.steps[j] = (HeldOutput(item["call_id"]), script.steps[j][1])
+                break
+
+
 def script_for(model: str | None, tool_seconds: float, base: int = 0, spec023: bool = False) -> Script:
     """The scenario a request's `model` picks (the agentic stream for any other model);
     `spec023`: with the gateway's own lifecycle events (`?spec023=1`)."""
@@ -448,6 +468,7 @@ class Handler(BaseHTTPRequestHandler):
         base = int(query.get("base", ["0"])[0])
         spec023 = query.get("spec023", ["0"])[0] == "1"
         script = script_for(body.get("model"), tool_seconds, base, spec023)
+        hold(script, set(query.get("hold", [""])[0].split(",")) - {""})
         if not body.get("stream"):
             self._send_json(200, script.steps[-1][1]["response"])
             return
@@ -463,7 +484,10 @@ class Handler(BaseHTTPRequestHandler):
         try:
             for pause, event in chunks:
                 if isinstance(pause, HeldOutput):
-                    released[pause.call_id] = self._wait_for_output(pause.call_id)
+                    # An empty post releases the scripted output as it is.
+                    output = self._wait_for_output(pause.call_id)
+                    if output:
+                        released[pause.call_id] = output
                 elif pause:
                     time.sleep(pause)
                 chunk = b"data: [DONE]\n\n" if event is None else encode(with_outputs(event, released))

@@ -10,7 +10,7 @@ and fails: `ModelBehaviorError: Tool web_search not found in agent …`.
 
 The next turn is `result.to_input_list()` plus a user message: the hosted items go back to
 toolpulse, and the gateway must get its own `function_call` + `function_call_output` pairs.
-Both turns run once against the plain gateway and once against one that emits antwort's spec 023
+Both turns run once against the plain gateway and once against one that emits antwort's in-place lifecycle events
 lifecycle events on its function_call items (gateway.py `?spec023=1`): the same run.
 
 Tracing is off (the SDK would otherwise export traces to OpenAI's servers).
@@ -90,7 +90,7 @@ class Turn:
         return [e.item for e in self.events if e.type == "run_item_stream_event" and isinstance(e.item, kind)]
 
 
-# The plain gateway, and one that emits antwort's spec 023 lifecycle events on its function_call
+# The plain gateway, and one that emits antwort's in-place lifecycle events on its function_call
 # items (gateway.py `?spec023=1`), which toolpulse folds into its hosted items: the same run.
 GATEWAY_MODES = {"plain gateway": {}, "spec023 gateway": {"spec023": "1"}}
 

@@ -9,12 +9,12 @@ it yields is validated strictly here against `ResponseStreamEvent`, the companio
 (`mcp_call`, `web_search_call`, `file_search_call`) of `output_item.added/done` included.
 
 The expected stream is derived independently from the gateway's own script by contract.py
-(PRODUCT.md §2): the upstream events in order, renumbered, with a companion item per classified
+(docs/profiles.md): the upstream events in order, renumbered, with a companion item per classified
 call and its lifecycle events inserted where the contract puts them, later items' output_index
 shifted, and the companions listed in `response.completed`. For `hosted`, contract.HostedOracle:
 one `tph_` item per gateway-run call in place of its function_call and function_call_output,
 OpenAI's own events, later indices moved down, and on the next turn the gateway's own pairs.
-A gateway that emits its own lifecycle events on its function_call items (antwort's spec 023,
+A gateway that emits its own lifecycle events on its function_call items (antwort's in-place lifecycle events,
 gateway.py `?spec023=1`) must give a `hosted` client exactly the plain gateway's stream (the
 test_hosted_*[…-spec023] cases).
 
@@ -543,7 +543,7 @@ HOSTED_SCENARIOS = {
                         ("failures", gateway.FAILURES_MODEL))
     for base in (0, 1) for done in (0, 1)
 }
-# antwort's spec 023 (gateway.py `?spec023=1`): the gateway's own lifecycle events on its
+# antwort's in-place lifecycle events (gateway.py `?spec023=1`): the gateway's own lifecycle events on its
 # function_call items. Under `hosted` they fold into toolpulse's hosted item: the client sees what
 # it sees from the plain gateway (the same expected stream: test_hosted_oracle_folds_spec023_events).
 HOSTED_SPEC023_SCENARIOS = {
@@ -629,7 +629,7 @@ def check_scenario_items(final, model: str, ids: contract.HostedIds) -> None:
 
 
 def test_hosted_oracle_folds_spec023_events():
-    """The contract itself (no proxy): a gateway that emits spec 023's events on its function_call
+    """The contract itself (no proxy): a gateway that emits antwort's in-place events on its function_call
     items gives the client exactly the stream the plain gateway gives, numbers dense."""
     for name, (model, query) in HOSTED_SCENARIOS.items():
         plain = upstream_events(model, query)

@@ -71,6 +71,10 @@ enum Command {
         /// The demo page's loopback address (default: 127.0.0.1 on a free port).
         #[arg(long, requires = "web", value_parser = toolpulse::config::parse_listen)]
         listen: Option<SocketAddr>,
+        /// The event profiles to show, e.g. `openai,progress` or `stages`
+        /// (default: `hosted,progress`, what a default toolpulse shows, with the tools' progress).
+        #[arg(long, conflicts_with = "web")]
+        profiles: Option<String>,
     },
     /// Rewrite a recorded SSE stream (a file, or `-` for stdin) to stdout, as the proxy would.
     Rewrite {
@@ -90,6 +94,13 @@ enum Command {
         #[arg(long, default_value = toolpulse::config::DEFAULT_ADMIN_LISTEN,
               value_parser = toolpulse::config::parse_listen)]
         admin: SocketAddr,
+    },
+    /// Print the config file's keys: `--defaults`, every key with its built-in default, as
+    /// commented TOML (a starting point for a config file).
+    Config {
+        /// Every key with its built-in default (the only form for now).
+        #[arg(long, required = true)]
+        defaults: bool,
     },
     /// Validate a config file and print the classification rules it resolves to.
     Check {
@@ -113,10 +124,14 @@ fn main() -> ExitCode {
     let rewrite_config_from_env = matches.subcommand_matches("rewrite").is_some_and(from_env);
     let result = match cli.command {
         None => serve(cli.serve, serve_config_from_env),
-        Some(Command::Demo { web: false, .. }) => {
-            runtime().and_then(|rt| rt.block_on(toolpulse::app::demo::run()))
-        }
-        Some(Command::Demo { web: true, listen }) => {
+        Some(Command::Demo {
+            web: false,
+            profiles,
+            ..
+        }) => runtime().and_then(|rt| rt.block_on(toolpulse::app::demo::run(profiles.as_deref()))),
+        Some(Command::Demo {
+            web: true, listen, ..
+        }) => {
             let listen = listen.unwrap_or(SocketAddr::from(([127, 0, 0, 1], 0)));
             runtime().and_then(|rt| rt.block_on(toolpulse::app::demo::web::run(listen)))
         }
@@ -133,6 +148,14 @@ fn main() -> ExitCode {
             upstream_sample,
         }) => overrides(&cli.serve)
             .and_then(|overrides| check(&file, &overrides, upstream_sample.as_deref())),
+        Some(Command::Config { defaults: _ }) => {
+            let text = toolpulse::config::defaults::defaults_toml();
+            let mut stdout = io::stdout().lock();
+            stdout
+                .write_all(text.as_bytes())
+                .and_then(|()| stdout.flush())
+                .map_err(anyhow::Error::from)
+        }
         Some(Command::Health { admin }) => toolpulse::app::admin::probe(admin, HEALTH_TIMEOUT),
     };
     match result {

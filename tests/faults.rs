@@ -82,6 +82,10 @@ fn endless_line_actions() -> Vec<Action> {
     actions
 }
 
+/// The bench proxy's header timeout: longer than any answering gateway takes to send its head,
+/// even one that writes a 100 MiB event behind it on a loaded machine.
+const HEADER_TIMEOUT: Duration = Duration::from_secs(120);
+
 fn fixture(name: &str) -> Vec<u8> {
     read(&fixtures_dir().join(name))
 }
@@ -153,7 +157,7 @@ fn reply(request: &Recorded, flood_written: &Arc<AtomicU64>) -> Reply {
                 Action::Close,
             ],
         ),
-        "/stall-before-headers" => head("", vec![Action::WaitForClose(Duration::from_secs(10))]),
+        "/stall-before-headers" => head("", vec![Action::WaitForClose(Duration::from_secs(120))]),
         "/drip" => {
             let bytes = fixture("web_search.sse");
             let mut actions = Vec::new();
@@ -174,7 +178,7 @@ fn reply(request: &Recorded, flood_written: &Arc<AtomicU64>) -> Reply {
                 .cloned()
                 .map(Action::Chunk)
                 .collect();
-            actions.push(Action::WaitForClose(Duration::from_secs(10)));
+            actions.push(Action::WaitForClose(Duration::from_secs(120)));
             head(SSE_HEAD, actions)
         }
         "/flood" => {
@@ -223,6 +227,11 @@ fn reply(request: &Recorded, flood_written: &Arc<AtomicU64>) -> Reply {
 struct Bench {
     proxy: SocketAddr,
     handle: Arc<Proxy>,
+    /// A proxy of its own for the header timeout, which is short there: its one case is a
+    /// gateway that never answers, so the timeout fires however slow the machine is. The
+    /// bench's proxy waits [`HEADER_TIMEOUT`], which no answering gateway meets even on a
+    /// loaded machine.
+    stalled: (SocketAddr, Arc<Proxy>),
     gateway: Gateway,
     flood_written: Arc<AtomicU64>,
     /// Open descriptors with the gateway and proxy listening and no connection open.
@@ -241,16 +250,24 @@ impl Bench {
         let written = flood_written.clone();
         let gateway = Gateway::start(move |request| reply(request, &written)).await;
         let mut config = config_for("open_at_eof.sse");
-        config.proxy.header_timeout = Duration::from_millis(1000);
+        config.proxy.header_timeout = HEADER_TIMEOUT;
         config.heartbeat = Duration::from_millis(100);
+        let mut stalled = config.clone();
+        stalled.proxy.header_timeout = Duration::from_millis(1000);
         let (proxy, handle) = start_proxy_with_handle(config, &gateway.url()).await;
+        let stalled = start_proxy_with_handle(stalled, &gateway.url()).await;
         Bench {
             proxy,
             handle,
+            stalled,
             gateway,
             flood_written,
             baseline_fds: open_fds(),
         }
+    }
+
+    fn stalled_url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.stalled.0)
     }
 
     fn url(&self, path: &str) -> String {
@@ -259,10 +276,7 @@ impl Bench {
 
     /// The value of one series of the proxy's metrics (0 when absent).
     fn metric(&self, series: &str) -> u64 {
-        let text = self.handle.metrics().encode();
-        text.lines()
-            .find_map(|line| line.strip_prefix(series)?.strip_prefix(' '))
-            .map_or(0, |v| v.parse().expect("a number"))
+        metric(&self.handle, series)
     }
 
     /// Runs one fault and checks that it counted `series` once and released everything.
@@ -281,7 +295,7 @@ impl Bench {
 
     /// Waits until no stream or connection is open and the descriptors are back to baseline.
     async fn settle(&self, name: &str) {
-        let deadline = Instant::now() + Duration::from_secs(10);
+        let deadline = Instant::now() + Duration::from_secs(60);
         loop {
             let streams = self.metric("toolpulse_streams_active");
             let connections = self.metric("toolpulse_connections_active");
@@ -298,6 +312,14 @@ impl Bench {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
+}
+
+/// The value of one series of `proxy`'s metrics (0 when absent).
+fn metric(proxy: &Proxy, series: &str) -> u64 {
+    let text = proxy.metrics().encode();
+    text.lines()
+        .find_map(|line| line.strip_prefix(series)?.strip_prefix(' '))
+        .map_or(0, |v| v.parse().expect("a number"))
 }
 
 async fn post_status(url: String) -> (u16, Vec<u8>) {
@@ -358,12 +380,12 @@ async fn broken_peers_end_cleanly_are_counted_and_release_everything() {
         .await;
 
     let series = "toolpulse_upstream_errors_total{cause=\"header_timeout\"}";
-    bench
-        .fault("upstream stalls before headers", series, async {
-            proxy_error(bench.url("/stall-before-headers"), 504, "upstream_timeout").await;
-        })
-        .await;
-    let closed = tokio::time::timeout(Duration::from_secs(5), bench.gateway.closed.recv()).await;
+    let before = metric(&bench.stalled.1, series);
+    let url = bench.stalled_url("/stall-before-headers");
+    proxy_error(url, 504, "upstream_timeout").await;
+    bench.settle("upstream stalls before headers").await;
+    assert_eq!(metric(&bench.stalled.1, series), before + 1, "{series}");
+    let closed = tokio::time::timeout(Duration::from_secs(60), bench.gateway.closed.recv()).await;
     assert!(
         matches!(closed, Ok(Some(()))),
         "the stalled upstream connection was closed by the proxy"
@@ -391,7 +413,7 @@ async fn broken_peers_end_cleanly_are_counted_and_release_everything() {
             read_until(&mut body, "web_search_call.searching").await;
         })
         .await;
-    let closed = tokio::time::timeout(Duration::from_secs(5), bench.gateway.closed.recv()).await;
+    let closed = tokio::time::timeout(Duration::from_secs(60), bench.gateway.closed.recv()).await;
     assert!(
         matches!(closed, Ok(Some(()))),
         "upstream closed after client left"

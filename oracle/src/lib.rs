@@ -1,4 +1,4 @@
-//! A checker of PRODUCT.md §2's invariants over one upstream input and the rewriter's output,
+//! A checker of the stream's guarantees (docs/profiles.md, docs/stream-rules.md) over one upstream input and the rewriter's output,
 //! written independently of the rewriter's own reading of events (it compares raw bytes and
 //! serde_json values), so tests and fuzz targets can use it as an oracle:
 //!

@@ -2,7 +2,7 @@
 // ai-sdk-recipe.test.mjs: examples/ai-sdk) share: the scripted gateway (../gateway.py) and the
 // real toolpulse binary in front of it (and, on demand, mcp_server.py behind its MCP front, with
 // an MCP client to play the gateway's), the gateway's own streams read directly, and the
-// contract's oracle: the stream toolpulse should make of a gateway stream (PRODUCT.md §2),
+// contract's oracle: the stream toolpulse should make of a gateway stream,
 // derived independently of toolpulse. ../contract.py carries the same rules for the Python
 // suite; each suite checks toolpulse against its own copy.
 //
@@ -712,7 +712,7 @@ export function expectedHostedStream(upstream, { declared = [], ids = new Hosted
     if (t === 'response.created') r = newResponse();
     if (TERMINAL_RESPONSE_EVENTS.has(t)) closeAll();
     // The hosted call's function_call item: its events become the hosted item's (the gateway's
-    // own spec 023 lifecycle events on it, gateway.py `?spec023=1`, are dropped with the rest).
+    // own in-place lifecycle events on it, gateway.py `?spec023=1`, are dropped with the rest).
     if (Number.isInteger(index) && r.fcAt.has(index)) {
       const call = r.fcAt.get(index);
       drop(event);

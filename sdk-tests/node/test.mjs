@@ -7,12 +7,12 @@
 // from the gateway's own stream, read directly, by the contract's oracle (harness.mjs): a native
 // companion item per classified call (`mcp_call`, `web_search_call`, `file_search_call`) with
 // its lifecycle events, later items' output_index shifted, the companions in
-// `response.completed` (PRODUCT.md §2).
+// `response.completed`.
 //
 // The default presentation is profile `hosted` (docs/hosted.md): the hosted tests below send no
 // profile header and check the stream against harness.mjs's hosted oracle; the companion-shape
 // tests pin `x-toolpulse-profiles: openai` (the client's default header). The hosted cases named
-// "…, spec023" run against a gateway that emits antwort's spec 023 lifecycle events on its
+// "…, spec023" run against a gateway that emits antwort's in-place lifecycle events on its
 // function_call items (gateway.py `?spec023=1`): the client must see what the plain gateway gives.
 //
 // Every test runs once per SDK package in OPENAI_NODE_PACKAGES (default "openai openai-v6":
@@ -97,7 +97,7 @@ for (const [label, model] of [['agentic', MODEL], ['parallel', PARALLEL_MODEL], 
     }
   }
 }
-// antwort's spec 023 (gateway.py `?spec023=1`): the gateway's own lifecycle events on its
+// antwort's in-place lifecycle events (gateway.py `?spec023=1`): the gateway's own lifecycle events on its
 // function_call items. Under `hosted` they fold into the hosted items: the same expectations as
 // the plain gateway (the oracle's expected stream is plain mode's: the spec023 test below).
 const PLAIN_HOSTED_SCENARIOS = { ...HOSTED_SCENARIOS };
@@ -151,7 +151,7 @@ test("harness.mjs's CALLS are gateway.py's", () => {
   assert.deepEqual(calls, CALLS);
 });
 
-test("harness.mjs's hosted oracle folds spec 023's gateway events: the expected stream is plain mode's", async () => {
+test("harness.mjs's hosted oracle folds the gateway's in-place events: the expected stream is plain mode's", async () => {
   for (const [name, { model, query }] of Object.entries(PLAIN_HOSTED_SCENARIOS)) {
     const q = { ...query, tool_ms: '0' };
     const plain = await rawEvents(stack.gatewayAddr, model, q);
@@ -256,7 +256,7 @@ for (const { pkg, version, OpenAI } of SDKS) {
       assert.ok(!events.some((e) => e.item?.id?.startsWith(COMPANION_PREFIX)));
     });
     if (checksHostedItemTypes(version)) {
-      // This is why the default changed (issue 15): from 7.6 on, the helper checks that the
+      // This is why the default changed: from 7.6 on, the helper checks that the
       // item at a `response.{web_search,file_search,mcp}_call.*` event's output_index has that
       // native type, and the inline shape points them at a function_call item.
       test('x-toolpulse-profiles: openai-inline: the 7.6+ helper rejects it (why the default has companions)',

@@ -100,18 +100,18 @@ impl Default for ClientLimits {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub(super) struct RawClients {
-    head_timeout_ms: Spanned<u64>,
-    body_timeout_ms: Spanned<u64>,
-    idle_timeout_ms: Spanned<u64>,
-    send_timeout_ms: Spanned<u64>,
-    ping_interval_ms: Spanned<u64>,
-    ping_timeout_ms: Spanned<u64>,
-    max_streams_per_connection: Spanned<u32>,
-    body_buffer_bytes: Spanned<usize>,
+    pub(super) head_timeout_ms: Spanned<u64>,
+    pub(super) body_timeout_ms: Spanned<u64>,
+    pub(super) idle_timeout_ms: Spanned<u64>,
+    pub(super) send_timeout_ms: Spanned<u64>,
+    pub(super) ping_interval_ms: Spanned<u64>,
+    pub(super) ping_timeout_ms: Spanned<u64>,
+    pub(super) max_streams_per_connection: Spanned<u32>,
+    pub(super) body_buffer_bytes: Spanned<usize>,
     /// Unset: [`default_peer_share`] of whatever `body_buffer_bytes` is.
-    body_buffer_bytes_per_peer: Option<Spanned<usize>>,
+    pub(super) body_buffer_bytes_per_peer: Option<Spanned<usize>>,
     /// Unset: [`default_connection_share`] of it.
-    body_buffer_bytes_per_connection: Option<Spanned<usize>>,
+    pub(super) body_buffer_bytes_per_connection: Option<Spanned<usize>>,
 }
 
 impl Default for RawClients {

@@ -20,6 +20,18 @@ pub enum ConfigError {
         /// The same on one line: "line 2, column 15: invalid type: … (in `interval_ms = "10s"`)".
         brief: String,
     },
+    /// A key (or, at the top, a section) the config does not have: said as such, with its
+    /// section and the nearest known key, rather than as toml's report.
+    #[error("invalid config: line {line}: {}", unknown_key(key, section.as_deref(), known))]
+    UnknownKey {
+        key: String,
+        /// The section's header as written (`[proxy]`, `[[tools]]`); `None` at the top level,
+        /// where the key is a section.
+        section: Option<String>,
+        line: usize,
+        /// The keys that section has.
+        known: Vec<String>,
+    },
     #[error("invalid config: line {line}: {key}: {message}")]
     Invalid {
         key: String,
@@ -40,6 +52,9 @@ const MAX_QUOTED_LINE_CHARS: usize = 80;
 
 impl ConfigError {
     pub(super) fn syntax(error: toml::de::Error, text: &str) -> ConfigError {
+        if let Some(unknown) = ConfigError::unknown(&error, text) {
+            return unknown;
+        }
         let report = plain_types(error.to_string().trim_end());
         let message = plain_types(&join_lines(error.message()));
         let brief = match error.span() {
@@ -70,6 +85,39 @@ impl ConfigError {
             None => message,
         };
         ConfigError::Syntax { report, brief }
+    }
+
+    /// toml's "unknown field `x`, expected one of `a`, `b`" as an [`ConfigError::UnknownKey`].
+    fn unknown(error: &toml::de::Error, text: &str) -> Option<ConfigError> {
+        let rest = error.message().strip_prefix("unknown field `")?;
+        let (key, expected) = rest.split_once('`')?;
+        let known = expected.split('`').skip(1).step_by(2).map(str::to_string);
+        let at = error.span()?.start.min(text.len());
+        let before = text.get(..at)?;
+        let line = before.matches('\n').count() + 1;
+        // The header the key is under: the last line before it that opens a table.
+        let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+        let section = before[..line_start]
+            .lines()
+            .rev()
+            .map(str::trim)
+            .find(|l| l.starts_with('['))
+            .map(|header| {
+                header
+                    .split('#')
+                    .next()
+                    .unwrap_or(header)
+                    .trim()
+                    .to_string()
+            });
+        // A table header's own name ("[nosuch]") is a key of the top level.
+        let on_header = text[line_start..].trim_start().starts_with('[');
+        Some(ConfigError::UnknownKey {
+            key: key.to_string(),
+            section: if on_header { None } else { section },
+            line,
+            known: known.collect(),
+        })
     }
 
     /// The error on one line, for log pipelines that take a line per entry (a SIGHUP reload).
@@ -193,4 +241,44 @@ fn plain_types(message: &str) -> String {
 fn join_lines(text: &str) -> String {
     let lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
     lines.collect::<Vec<_>>().join(" ")
+}
+
+/// "unknown key `x` in [s]; did you mean `y`?" (or the keys the section has, when none is near).
+fn unknown_key(key: &str, section: Option<&str>, known: &[String]) -> String {
+    let what = match section {
+        Some(section) => format!("unknown key `{key}` in {section}"),
+        None => format!("unknown section [{key}]"),
+    };
+    // A known key inside the unknown one (or the other way round) first, then the closest.
+    let nearest = known
+        .iter()
+        .map(|k| {
+            let inside = k.contains(key) || key.contains(k.as_str());
+            (!inside, edit_distance(key, k), k)
+        })
+        .filter(|&(outside, d, k)| !outside || d <= (k.len() / 3).max(2))
+        .min_by_key(|&(outside, d, _)| (outside, d));
+    match nearest {
+        Some((_, _, k)) => format!("{what}; did you mean `{k}`?"),
+        None if known.is_empty() => what,
+        None => format!("{what}; it has: {}", known.join(", ")),
+    }
+}
+
+/// Levenshtein distance, in chars.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let next = (row[j + 1] + 1)
+                .min(row[j] + 1)
+                .min(diagonal + usize::from(ca != *cb));
+            diagonal = row[j + 1];
+            row[j + 1] = next;
+        }
+    }
+    row[b.len()]
 }

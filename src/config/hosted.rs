@@ -81,12 +81,12 @@ impl Default for HostedConfig {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub(super) struct RawHosted {
-    key: Option<Spanned<String>>,
-    max_entries: Spanned<usize>,
-    max_bytes: usize,
-    ttl_ms: Spanned<u64>,
-    max_json_bytes: usize,
-    max_mapped_body_bytes: Spanned<usize>,
+    pub(super) key: Option<Spanned<String>>,
+    pub(super) max_entries: Spanned<usize>,
+    pub(super) max_bytes: usize,
+    pub(super) ttl_ms: Spanned<u64>,
+    pub(super) max_json_bytes: usize,
+    pub(super) max_mapped_body_bytes: Spanned<usize>,
 }
 
 impl Default for RawHosted {

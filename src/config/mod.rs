@@ -36,6 +36,7 @@ pub use telemetry::TelemetryConfig;
 
 pub mod bus;
 pub mod clients;
+pub mod defaults;
 mod describe;
 mod error;
 pub mod hosted;

@@ -72,11 +72,11 @@ impl fmt::Debug for TelemetryConfig {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub(super) struct RawTelemetry {
-    otlp_endpoint: Option<Spanned<String>>,
-    headers: Spanned<BTreeMap<String, String>>,
-    service_name: Option<Spanned<String>>,
-    sample_ratio: Spanned<f64>,
-    record_payloads: bool,
+    pub(super) otlp_endpoint: Option<Spanned<String>>,
+    pub(super) headers: Spanned<BTreeMap<String, String>>,
+    pub(super) service_name: Option<Spanned<String>>,
+    pub(super) sample_ratio: Spanned<f64>,
+    pub(super) record_payloads: bool,
 }
 
 impl Default for RawTelemetry {

@@ -2,6 +2,7 @@
 use super::*;
 use crate::core::lifecycle::Kind;
 
+mod defaults;
 mod mcp;
 
 fn error(text: &str) -> String {
@@ -76,7 +77,7 @@ fn errors_name_key_and_line() {
     let e = error("[proxy]\nlisten = \"localhost\"\n");
     assert!(e.contains("line 2: proxy.listen"), "{e}");
     let e = error("[heartbeat]\ninterval = 5\n");
-    assert!(e.contains("unknown field `interval`"), "{e}");
+    assert!(e.contains("unknown key `interval` in [heartbeat]"), "{e}");
 }
 
 #[test]
@@ -237,7 +238,7 @@ fn telemetry_errors_name_key_and_line() {
     let e = error("[telemetry.headers]\n\"bad name\" = \"v\"\n");
     assert!(e.contains("not an HTTP header name"), "{e}");
     let e = error("[telemetry]\nendpoint = \"http://c:4318\"\n");
-    assert!(e.contains("unknown field `endpoint`"), "{e}");
+    assert!(e.contains("unknown key `endpoint`"), "{e}");
 }
 
 #[test]
@@ -380,4 +381,24 @@ fn a_reload_error_on_a_secret_line_does_not_quote_it() {
         "{line}"
     );
     assert!(!error.to_string().contains("SUPERSECRET"), "{error}");
+}
+
+#[test]
+fn an_unknown_key_is_named_with_its_section_and_the_nearest_known_key() {
+    let e = error("[heartbeat]\nintervl_ms = 5\n");
+    assert!(
+        e.contains("line 2: unknown key `intervl_ms` in [heartbeat]; did you mean `interval_ms`?"),
+        "{e}"
+    );
+    assert!(!e.contains("TOML parse error"), "{e}");
+    let e = error("[heartbeat]\ninterval_ms = 5\n[nosuch]\nx = 1\n");
+    assert!(e.contains("line 3: unknown section [nosuch]"), "{e}");
+    let e = error("[[tools]]\nmatch = [\"a\"]\nkind = \"mcp\"\npatterns = 1\n");
+    assert!(
+        e.contains("line 4: unknown key `patterns` in [[tools]]"),
+        "{e}"
+    );
+    assert!(e.contains("match, kind"), "the keys it has: {e}");
+    let e = error("[proxy]\nupstream_url = \"http://x\"\n");
+    assert!(e.contains("did you mean `upstream`?"), "{e}");
 }

@@ -14,16 +14,16 @@ pub enum Profile {
     /// companion item beside each `function_call`.
     #[serde(rename = "openai")]
     OpenAi,
-    /// The same events on the `function_call` item itself, no companion (antwort spec 023).
+    /// The same events on the `function_call` item itself, no companion (the shape of antwort's own in-place events).
     #[serde(rename = "openai-inline")]
     OpenAiInline,
-    /// ToolBlock stages `start` → `streaming` → `running` → `end` (seed 001).
+    /// ToolBlock stages `start` → `streaming` → `running` → `end` (the ToolBlock stage contract).
     #[serde(rename = "stages")]
     Stages,
-    /// `tool_call_start` / `tool_call_end` / `tool_call_error` (seed 003).
+    /// `tool_call_start` / `tool_call_end` / `tool_call_error` (the "tool invocation events" contract).
     #[serde(rename = "tool_call")]
     ToolCall,
-    /// `tool_start` / `tool_end` / `tool_error` with display strings and timings (seed 004).
+    /// `tool_start` / `tool_end` / `tool_error` with display strings and timings (the "tool lifecycle events" contract).
     #[serde(rename = "tool")]
     Tool,
     /// With `hosted` or `openai`: `response.<kind>_call.progress` events for out-of-band

@@ -236,7 +236,7 @@ async fn identical_calls_on_two_replicas_need_a_trace_id() {
     assert_eq!(taken(&on_b, 1).await, [("call_b".to_string(), 3.0)]);
 }
 
-/// Issue 26 (4), in the Redis scripts: two streams on two replicas carrying one trace id (the
+/// In the Redis scripts: two streams on two replicas carrying one trace id (the
 /// client's, so it can be copied) and calls of one tool: the arguments decide, else nobody.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_trace_id_two_streams_share_decides_only_with_the_arguments() {
@@ -411,7 +411,7 @@ fn errors(metrics: &Metrics, op: &str) -> u64 {
     count.map_or(0, |n| n.trim().parse().expect("a count"))
 }
 
-/// Issue 26: a call that closes while the bus is cut off is removed once it is back. Redis is
+/// A call that closes while the bus is cut off is removed once it is back. Redis is
 /// frozen (SIGSTOP), not restarted empty, so it still holds the registration to remove.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn calls_that_close_during_an_outage_are_removed_once_the_bus_is_back() {

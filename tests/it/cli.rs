@@ -156,8 +156,20 @@ fn toml_errors_are_printed_once() {
         let out = toolpulse(&["check", path.to_str().expect("path")]);
         assert!(!out.status.success(), "{what}");
         let err = stderr(&out);
-        // toml's report starts with this; printed twice, it came back after ": ".
-        assert_eq!(err.matches("TOML parse error").count(), 1, "{what}: {err}");
+        // toml's report starts with this; printed twice, it came back after ": ". An unknown
+        // key or section is said as such, not as a parse error.
+        let unknown = what.starts_with("an unknown");
+        let reports = usize::from(!unknown);
+        assert_eq!(
+            err.matches("TOML parse error").count(),
+            reports,
+            "{what}: {err}"
+        );
+        assert_eq!(
+            err.contains(what.trim_start_matches("an ")),
+            unknown,
+            "{what}: {err}"
+        );
         assert_eq!(err.matches("invalid config").count(), 1, "{what}: {err}");
         assert!(err.contains(key) && err.contains(line), "{what}: {err}");
         let file = format!("{}: invalid config", path.display());
@@ -339,7 +351,8 @@ fn the_demo_prints_the_slow_tools_progress_before_its_result() {
         })
         .collect();
     assert!(steps.windows(2).all(|w| w[0] < w[1]), "in order:\n{text}");
-    let result = line_of("function_call_output \"3 open issues mention streaming");
+    // By default (profile `hosted`) the result is the hosted item's, done with its output.
+    let result = line_of("output \"3 open issues mention streaming");
     let started = line_of("response.mcp_call.in_progress  github_search_issues");
     assert!(started < steps[0] && steps[3] < result, "{text}");
     for &step in &steps {
@@ -350,6 +363,26 @@ fn the_demo_prints_the_slow_tools_progress_before_its_result() {
         text.contains("response.mcp_call.failed  github_create_issue"),
         "{text}"
     );
+    // What a client of a default toolpulse sees: hosted items with toolpulse's ids in place of
+    // the gateway's function_call items and their outputs.
+    for hosted in ["\"web_search_call\" \"tph_", "\"mcp_call\" \"tph_"] {
+        assert!(text.contains(hosted), "{hosted}:\n{text}");
+    }
+    assert!(!text.contains("function_call"), "{text}");
+}
+
+#[test]
+fn the_demo_shows_other_profiles_when_asked() {
+    let out = toolpulse(&["demo", "--profiles", "openai,progress"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    // `openai` keeps the gateway's items and adds a companion beside each.
+    assert!(text.contains("function_call_output"), "{text}");
+    assert!(text.contains("\"mcp_call\" \"tp_call_"), "{text}");
+    assert!(!text.contains("tph_"), "{text}");
+    let out = toolpulse(&["demo", "--profiles", "robot"]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("--profiles"), "{}", stderr(&out));
 }
 
 #[test]
@@ -469,7 +502,7 @@ fn a_taken_admin_port_says_how_to_pick_another() {
     );
 }
 
-/// Issue 26 (7, 10): a config error never prints a secret: a syntax error on a secret's line
+/// A config error never prints a secret: a syntax error on a secret's line
 /// (a token, a collector header, a bus URL with a password, a misspelt key) is said by line
 /// and column only, and an OTLP endpoint with a password in it is refused without echoing it.
 #[test]

@@ -20,7 +20,7 @@ use common::redis_server::RedisServer;
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 /// How long the binary may take to log that it listens.
-const START_TIMEOUT: Duration = Duration::from_secs(10);
+const START_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long it may take to exit after SIGTERM with no stream in flight, or to answer a probe.
 const STOP_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -1229,10 +1229,20 @@ fn the_kubernetes_pod_answers_its_probes() {
 // ---------------------------------------------------------------------------------------------
 // The README's commands and prerequisites, against the files they name.
 
-/// The README's commands: each line of its `sh` code blocks (continuations joined) and each
-/// inline code span.
+/// The commands of the README and of the manual in `docs/`: each line of their `sh` code
+/// blocks (continuations joined) and each inline code span.
 fn readme_commands() -> Vec<String> {
-    let readme = read_text(&repo("README.md"));
+    let mut readme = read_text(&repo("README.md"));
+    let mut pages: Vec<_> = std::fs::read_dir(repo("docs"))
+        .expect("docs/")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "md"))
+        .collect();
+    pages.sort();
+    for page in pages {
+        readme.push('\n');
+        readme.push_str(&read_text(&page));
+    }
     let mut commands = Vec::new();
     // Inside a code block: whether it is a shell one.
     let mut block: Option<bool> = None;

@@ -12,7 +12,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use toolpulse::config::Config;
 
-const PATIENCE: Duration = Duration::from_secs(10);
+const PATIENCE: Duration = Duration::from_secs(60);
 
 fn events(_: &Recorded) -> Reply {
     Reply::sse(vec![b"data: one\n\n".to_vec(), b"data: two\n\n".to_vec()])

@@ -21,6 +21,7 @@ mod bus;
 mod cli;
 mod costs;
 mod deploy;
+mod docs;
 mod fixtures;
 mod fuzz_corpus;
 mod h1_server;

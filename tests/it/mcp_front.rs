@@ -396,7 +396,7 @@ async fn the_gateways_own_token_gets_every_notification_and_meta_traceparent_win
     assert_eq!(progress_of(&seen, *binding), steps(2));
 }
 
-/// The attack of issue 26 (3): a stateless MCP server (no `Mcp-Session-Id`) and a gateway whose
+/// An attack: a stateless MCP server (no `Mcp-Session-Id`) and a gateway whose
 /// tokens restart per request (the official SDKs use the JSON-RPC id): two users' concurrent
 /// calls both carry `progressToken: 1`. Each call's progress is the one its own answer stream
 /// carried, never the other's.
@@ -456,7 +456,7 @@ async fn two_stateless_calls_with_one_token_each_get_only_their_own_progress() {
     }
 }
 
-/// Issue 26 (11): a gateway's own token that happens to look like toolpulse's (`tp-` and 32
+/// A gateway's own token that happens to look like toolpulse's (`tp-` and 32
 /// hex digits) is the gateway's: its notifications reach the gateway.
 #[tokio::test]
 async fn a_gateway_token_shaped_like_toolpulses_reaches_the_gateway() {
@@ -740,7 +740,8 @@ async fn connections_over_the_limit_are_answered_503() {
     let answer = String::from_utf8_lossy(&answer);
     assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
     assert_eq!(metrics.mcp_connections_rejected.get(), 1);
-    release.notify_waiters();
+    // A stored permit: the gateway task may reach its wait only after this.
+    release.notify_one();
     let mut first = [0u8; 12];
     held.read_exact(&mut first)
         .await
@@ -987,5 +988,27 @@ async fn a_real_servers_progress_reaches_the_client_stream_and_not_the_gateway()
     assert!(
         text.contains(r#""type":"tool_progress","sequence_number""#),
         "numbered: {text}"
+    );
+}
+
+#[tokio::test]
+async fn an_unreachable_server_is_a_502_naming_its_address() {
+    let closed = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let dead = closed.local_addr().expect("addr");
+    drop(closed);
+    let (front, _) = start_front(config(dead, None), RecordingHub::new()).await;
+    let client = http_client();
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "ping"});
+    let response = post_rpc(&client, &format!("http://{front}/srv"), None, &[], body).await;
+    assert_eq!(response.status(), 502);
+    let body = json_body(response).await;
+    assert_eq!(body["error"]["code"], "upstream_unreachable");
+    let message = body["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains(&format!("http://{dead}/mcp")), "{message}");
+    assert!(
+        message.contains("onnection refused"),
+        "the cause: {message}"
     );
 }

@@ -26,7 +26,7 @@ use toolpulse::config::BusConfig;
 use toolpulse::features::progress::bus::BusHub;
 use toolpulse::proxy::Proxy;
 
-const WAIT: Duration = Duration::from_secs(15);
+const WAIT: Duration = Duration::from_secs(60);
 const KEY: &str = "a deployment key of some length";
 
 const CALL_ITEM: &str = r#"{"id":"fc_1","type":"function_call","status":"completed","name":"srv_lookup","call_id":"call_1","arguments":"{\"user\":\"ada\"}"}"#;
@@ -344,7 +344,7 @@ async fn a_body_over_the_read_limit_holding_a_hosted_item_is_refused() {
     );
 }
 
-/// Issue 26: the companions of every kind the `openai` profile emits (`mcp_call`,
+/// The companions of every kind the `openai` profile emits (`mcp_call`,
 /// `web_search_call`, `file_search_call`, as `to_input_list()` replays them), and references
 /// to them, never reach the gateway; the client's own items of those types do, unchanged.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -85,7 +85,7 @@ async fn metrics_after_a_tool_stream() {
         r#"toolpulse_requests_total{response="rewritten"} 1"#,
         "toolpulse_events_uninterpreted_total 0",
     ];
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
     loop {
         let (status, text) = get(format!("http://{admin_addr}/metrics")).await;
         assert_eq!(status, 200);
@@ -578,7 +578,7 @@ async fn an_upstream_ending_in_v1_is_warned_about_and_its_404_names_the_url() {
     );
 }
 
-/// Issue 26 (9): a tool name from the upstream with CR, LF and ESC cannot forge a log line or
+/// A tool name from the upstream with CR, LF and ESC cannot forge a log line or
 /// send terminal escapes: the debug `tool call` line writes it escaped.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tool_name_with_line_breaks_cannot_forge_a_log_line() {

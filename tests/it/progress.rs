@@ -141,7 +141,7 @@ async fn a_flood_of_reports_is_paced_and_never_waits_for_the_client() {
 
 /// Two client streams continuing the same trace (`traceparent` is the client's) and running the
 /// same tool: a report reaches the one whose arguments it names, and neither when its
-/// arguments single out none (issue 26, item 4).
+/// arguments single out none.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_shared_trace_is_told_apart_by_the_arguments_or_reaches_nobody() {
     const TRACEPARENT: &str = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";

@@ -239,6 +239,12 @@ async fn unreachable_upstream_is_502_and_silent_upstream_is_504() {
     let json = json_body(response).await;
     assert_eq!(json["error"]["type"], "proxy_error");
     assert_eq!(json["error"]["code"], "upstream_unreachable");
+    // The message names the address tried, so a wrong port or host shows at once.
+    let message = json["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains(&format!("connecting to {dead}")),
+        "{message}"
+    );
 
     let gw = Gateway::start(|_| Reply {
         head: String::new(),

@@ -310,7 +310,7 @@ const HEARTBEAT_STEP: Duration = Duration::from_secs(11);
 
 fn rewrite(config: &Arc<Config>, profiles: &[Profile], input: &[u8], by_event: bool) -> Vec<u8> {
     let start = Instant::now();
-    // A fixed wall clock: 2025-12-20T12:34:56.123Z, as in seed 004.
+    // A fixed wall clock: 2025-12-20T12:34:56.123Z, as in the tool lifecycle contract's example.
     let wall = SystemTime::UNIX_EPOCH + Duration::from_millis(1_766_234_096_123);
     let mut rewriter = Rewriter::new(config.settings())
         .with_profiles(profiles.to_vec())
@@ -713,7 +713,7 @@ fn seed_examples_pass_and_near_misses_fail() {
         json!({"type":"tool.stage","stage":"running","id":"t1","name":"grep","parameters":"{\"q\":1}","elapsed_ms":0}),
         json!({"type":"tool.stage","stage":"end","id":"t1","name":"grep","parameters":"{\"q\":1}","success":true,"result":"3 matches"}),
         json!({"type":"tool.stage","stage":"end","id":"t1","name":"grep","parameters":"{\"q\":1}","success":false,"error":"boom"}),
-        // PRODUCT.md §2.
+        // The guarantees of docs/profiles.md.
         json!({"type":"response.mcp_call.in_progress","sequence_number":10,"item_id":"fc_1","output_index":1,"name":"github_get_issue"}),
         json!({"type":"response.web_search_call.completed","sequence_number":12,"item_id":"fc_1","output_index":1,"name":"web_search","outcome":"failed","duration_ms":5}),
     ];

@@ -555,16 +555,12 @@ impl Drop for Running {
     }
 }
 
-/// The README's `[telemetry]` examples are valid configs.
+/// The `[telemetry]` examples of docs/tracing.md are valid configs.
 #[test]
-fn the_readme_tracing_examples_are_valid() {
-    let readme =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).expect("README");
-    let start = readme
-        .find("\n## Tracing (OpenTelemetry)\n")
-        .expect("a Tracing section");
-    let section = &readme[start..];
-    let section = &section[..section[1..].find("\n## ").map_or(section.len(), |i| i + 1)];
+fn the_tracing_page_examples_are_valid() {
+    let section = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/tracing.md"))
+        .expect("docs/tracing.md");
+    let section = section.as_str();
     let blocks: Vec<&str> = section
         .split("```toml\n")
         .skip(1)

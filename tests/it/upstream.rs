@@ -76,14 +76,37 @@ async fn a_connection_the_upstream_closed_is_not_used_again() {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
-    // Each request was recorded before its answer: all are in.
+    // Each request was recorded before its answer: all are in. A request may have been
+    // written on a pooled connection whose FIN the proxy had not yet seen (a loaded machine
+    // can delay the gateway's FIN, or the proxy's wake-up on it, past the next request): the
+    // gateway recorded it there, got no answer to it out, and the proxy sent it again on a
+    // fresh connection. How often that happens depends on the machine's speed; what does not:
+    // every request was answered on a connection of its own, no connection answered twice, and
+    // a request written on a closed connection was sent again, never lost (all 200 above).
     let mut connections = Vec::new();
     while let Ok(request) = gw.requests.try_recv() {
         connections.push(request.connection);
     }
-    assert_eq!(connections.len(), REQUESTS, "requests: {connections:?}");
-    connections.dedup();
-    assert_eq!(connections.len(), REQUESTS, "one each: {connections:?}");
+    assert!(connections.len() >= REQUESTS, "requests: {connections:?}");
+    let mut answered = connections.clone();
+    answered.dedup();
+    assert_eq!(answered.len(), REQUESTS, "one answer each: {connections:?}");
+    let mut distinct = answered.clone();
+    distinct.sort_unstable();
+    distinct.dedup();
+    assert_eq!(
+        distinct.len(),
+        REQUESTS,
+        "never back to an old one: {connections:?}"
+    );
+    // A connection carries at most the request it answered and one written after its close.
+    for connection in &distinct {
+        let on_it = connections.iter().filter(|c| *c == connection).count();
+        assert!(
+            on_it <= 2,
+            "{connection:?}: {on_it} requests: {connections:?}"
+        );
+    }
     assert_eq!(gw.accepted.load(Ordering::Relaxed), REQUESTS as u64);
 }
 
@@ -130,7 +153,7 @@ async fn an_open_stream_is_one_task() {
     for body in &mut bodies {
         read_until(body, "web_search_call.in_progress").await;
     }
-    let deadline = Instant::now() + Duration::from_secs(5);
+    let deadline = Instant::now() + Duration::from_secs(60);
     let tasks = loop {
         let tasks = runtime.metrics().num_alive_tasks() - idle_tasks;
         if tasks == STREAMS || Instant::now() > deadline {

@@ -22,14 +22,15 @@ use serde_json::Value;
 use tokio::net::TcpListener;
 
 use crate::config::Config;
+use crate::core::profiles::Profile;
 use crate::core::sse::{Item, Parser};
 use crate::features::mcp::Front;
 use crate::features::progress::local::LocalHub;
 use crate::{net::server, proxy::Proxy};
 
-/// antwort's failure phrases and an MCP rule, heartbeats every second so they show, the
-/// `progress` profile so the slow tool's steps reach the stream, and the demo's MCP server
-/// behind toolpulse's MCP front (`{mcp}` is its address).
+/// antwort's failure phrases and an MCP rule, heartbeats every second so they show, the default
+/// presentation (`hosted`) with the `progress` profile so the slow tool's steps reach the
+/// stream, and the demo's MCP server behind toolpulse's MCP front (`{mcp}` is its address).
 const DEMO_CONFIG: &str = r#"
 [[tools]]
 match = ["github_*"]
@@ -40,7 +41,7 @@ output_patterns = ["^no executor found for tool ", "^search failed: ", "^invalid
 [heartbeat]
 interval_ms = 1000
 [events]
-profiles = ["openai", "progress"]
+profiles = ["hosted", "progress"]
 [mcp]
 listen = "127.0.0.1:0"
 [[mcp.servers]]
@@ -57,8 +58,13 @@ struct Stack {
     mcp_front: SocketAddr,
 }
 
+/// The profiles the demo runs unless told others: what a client of a default toolpulse sees, and
+/// the tools' own progress.
+pub const DEFAULT_PROFILES: &str = "hosted,progress";
+
 impl Stack {
-    async fn start(turn: gateway::Turn) -> anyhow::Result<Stack> {
+    /// `profiles` replaces the config's `[events] profiles` when given (`demo --profiles`).
+    async fn start(turn: gateway::Turn, profiles: Option<&str>) -> anyhow::Result<Stack> {
         let step = match turn {
             gateway::Turn::Terminal => gateway::TERMINAL_STEP_MS,
             gateway::Turn::Web => gateway::SLOW_TOOL_MS / mcp::SEARCH_STEPS.len() as u64,
@@ -68,6 +74,13 @@ impl Stack {
 
         let text = DEMO_CONFIG.replace("{mcp}", &mcp_server.to_string());
         let mut config = Config::from_toml_str(&text).context("demo config")?;
+        if let Some(list) = profiles {
+            let picked = crate::core::profiles::parse_list(list, &Profile::ALL)
+                .map_err(|e| anyhow::anyhow!("--profiles: {e}"))?;
+            crate::core::profiles::check_combination(&picked)
+                .map_err(|e| anyhow::anyhow!("--profiles: {e}"))?;
+            config.events.profiles = picked;
+        }
         let front_listener = TcpListener::bind("127.0.0.1:0").await?;
         let mcp_front = front_listener.local_addr()?;
         let gateway = TcpListener::bind("127.0.0.1:0").await?;
@@ -101,12 +114,14 @@ impl Stack {
     }
 }
 
-pub async fn run() -> anyhow::Result<()> {
+/// Runs the demo with `profiles` (e.g. `openai,progress`), or [`DEFAULT_PROFILES`].
+pub async fn run(profiles: Option<&str>) -> anyhow::Result<()> {
     let Stack {
         gateway: gateway_addr,
         proxy: proxy_addr,
         mcp_front,
-    } = Stack::start(gateway::Turn::Terminal).await?;
+    } = Stack::start(gateway::Turn::Terminal, profiles).await?;
+    let profiles = profiles.unwrap_or(DEFAULT_PROFILES);
 
     let style = Style::new();
     let banner = [
@@ -118,6 +133,7 @@ pub async fn run() -> anyhow::Result<()> {
             .to_string(),
         format!("  toolpulse on http://{proxy_addr} in front of it; the gateway reaches its MCP"),
         format!("  server through toolpulse's MCP front on http://{mcp_front}/github\n"),
+        format!("  profiles: {profiles} (another: toolpulse demo --profiles openai,progress)\n"),
         format!("POST http://{proxy_addr}/v1/responses (stream: true); events as they arrive,"),
         format!("{} = injected by toolpulse:\n\n", style.injected("▶")),
     ];
@@ -207,19 +223,29 @@ impl Printer {
             .as_u64()
             .map(|n| format!("#{n}"))
             .unwrap_or_default();
+        // toolpulse's items: `tph_…` (hosted, in place of the gateway's call and output) and
+        // `tp_…` (openai's companions beside them).
         let companion = json["item"]["id"]
             .as_str()
-            .is_some_and(|id| id.starts_with("tp_"));
+            .is_some_and(|id| id.starts_with("tp_") || id.starts_with("tph_"));
         let injected = companion
-            || [".web_search_call.", ".mcp_call.", ".file_search_call."]
-                .iter()
-                .any(|k| kind.contains(k));
+            || [
+                ".web_search_call.",
+                ".mcp_call.",
+                ".mcp_call_arguments.",
+                ".file_search_call.",
+            ]
+            .iter()
+            .any(|k| kind.contains(k));
         if injected {
             self.injected += 1;
             let mut detail = json["name"].as_str().unwrap_or_default().to_string();
             if companion {
                 let item = &json["item"];
                 detail = format!("{} {} ({})", item["type"], item["id"], item["status"]);
+                if let Some(output) = item["output"].as_str() {
+                    detail += &format!("  output {:?}", snippet(output));
+                }
             }
             if let Some(outcome) = json["outcome"].as_str() {
                 detail += &format!("  outcome={outcome} duration_ms={}", json["duration_ms"]);
@@ -251,6 +277,12 @@ fn progress(json: &Value) -> String {
     }
 }
 
+/// The start of a tool's output, on one line.
+fn snippet(output: &str) -> String {
+    let start: String = output.chars().take(60).collect();
+    start.replace('\n', " ")
+}
+
 fn detail(json: &Value) -> String {
     let item = &json["item"];
     match item["type"].as_str() {
@@ -259,13 +291,8 @@ fn detail(json: &Value) -> String {
             item["name"].as_str().unwrap_or_default()
         ),
         Some("function_call_output") => {
-            let output: String = item["output"]
-                .as_str()
-                .unwrap_or_default()
-                .chars()
-                .take(60)
-                .collect();
-            format!("function_call_output {:?}", output.replace('\n', " "))
+            let output = snippet(item["output"].as_str().unwrap_or_default());
+            format!("function_call_output {output:?}")
         }
         Some(other) => other.to_string(),
         None => json["delta"]

@@ -33,6 +33,9 @@ use crate::net::server::accept;
 const PAGE_HTML: &str = include_str!("page.html");
 const PAGE_CSS: &str = include_str!("page.css");
 const PAGE_JS: &str = include_str!("page.js");
+/// The page draws its tool rows from the companion items of profile `openai` (`tp_…` ids)
+/// beside the gateway's own items, which its event log shows too.
+const PAGE_PROFILES: &str = "openai,progress";
 
 /// Everything the page loads comes from its own origin; nothing inline, nothing remote.
 const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src data:; \
@@ -66,7 +69,7 @@ pub async fn run(listen: SocketAddr) -> anyhow::Result<()> {
     );
     let mut term = signal(SignalKind::terminate()).context("SIGTERM handler")?;
     let mut int = signal(SignalKind::interrupt()).context("SIGINT handler")?;
-    let stack = Stack::start(gateway::Turn::Web).await?;
+    let stack = Stack::start(gateway::Turn::Web, Some(PAGE_PROFILES)).await?;
     let listener = TcpListener::bind(listen)
         .await
         .with_context(|| format!("cannot listen on {listen}"))?;
@@ -250,7 +253,9 @@ mod tests {
 
     /// The stack and the page server on loopback; everything stops with the test's runtime.
     async fn start() -> SocketAddr {
-        let stack = Stack::start(gateway::Turn::Web).await.expect("stack");
+        let stack = Stack::start(gateway::Turn::Web, Some(PAGE_PROFILES))
+            .await
+            .expect("stack");
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = listener.local_addr().expect("addr");
         tokio::spawn(serve(listener, Routes::new(&stack), std::future::pending()));

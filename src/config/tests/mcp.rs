@@ -108,7 +108,7 @@ fn mcp_errors_name_key_and_line() {
     let e = error(&server(
         "name = \"a\"\nupstream = \"http://a:1\"\nurl = \"x\"\n",
     ));
-    assert!(e.contains("unknown field `url`"), "{e}");
+    assert!(e.contains("unknown key `url` in [[mcp.servers]]"), "{e}");
     let e = error("[mcp]\nlisten = \"localhost:8090\"\n");
     assert!(e.contains("line 2: mcp.listen: not an address"), "{e}");
     let e = error("[progress]\ntoken = \"short\"\n");

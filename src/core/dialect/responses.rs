@@ -17,14 +17,14 @@ use crate::core::lifecycle::{Kind, OutputFacts};
 use crate::core::rules::items::ItemHead;
 
 /// Event types that end a response: open calls are closed just before them.
-const TERMINAL_TYPES: &[&str] = &[
+pub const TERMINAL_TYPES: &[&str] = &[
     "response.completed",
     "response.failed",
     "response.incomplete",
     "error",
 ];
 /// Event types whose `response` object lists the output so far.
-const LISTS_OUTPUT: &[&str] = &[
+pub const LISTS_OUTPUT: &[&str] = &[
     "response.completed",
     "response.failed",
     "response.incomplete",

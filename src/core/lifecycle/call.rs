@@ -109,7 +109,7 @@ pub enum Phase {
     Running,
     /// The tool is still running (reported at each heartbeat).
     StillRunning { elapsed: Duration },
-    /// The tool reported how far it has got (out-of-band progress, seed 002).
+    /// The tool reported how far it has got (out-of-band progress).
     Progress { elapsed: Duration, report: Progress },
     /// The call is over; `duration` runs from `Running` (or `Started` if it never ran); `output`
     /// is what the tool returned (`None` when the stream ended first).

@@ -1,5 +1,5 @@
 //! Profiles `openai` (the default) and `openai-inline`: OpenAI's hosted-tool lifecycle events,
-//! as antwort's spec (seed 000) defines them.
+//! as OpenAI defines them for its hosted tools.
 //!
 //! | kind        | running                          | finished                                   |
 //! |-------------|----------------------------------|--------------------------------------------|
@@ -11,7 +11,7 @@
 //! `file_search_call`, id `tp_` + call id) that is added before them and done after them, so a
 //! client that checks an event's item type (openai-node's helper from 7.6) finds the type it
 //! expects; the rewriter gives the companion its `output_index`. `openai-inline` points the
-//! same events at the `function_call` item itself (antwort spec 023's shape).
+//! same events at the `function_call` item itself (the shape of antwort's own in-place events).
 //!
 //! Lifecycle events carry `item_id`, `output_index` and `name`; terminal ones add `outcome` and
 //! `duration_ms`. No event has a top-level `error` key: openai-python raises `APIError` on one.

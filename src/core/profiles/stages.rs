@@ -1,4 +1,4 @@
-//! Profile `stages` (seed 001, the ToolBlock stage model): one `tool.stage` event per step,
+//! Profile `stages` (the ToolBlock stage model): one `tool.stage` event per step,
 //! `start` (the call item appeared) → `streaming` (each arguments delta, with `parametersChunk`
 //! and the accumulated `parameters`) → `running` (arguments complete, then at every heartbeat
 //! with `elapsed_ms`, and at every progress report with `progress`, `total`, `message`) → `end` (`success` with `result`, or `error`). Exactly one `start` and one

@@ -23,7 +23,7 @@ pub fn with_progress(event: NewEvent, report: &Progress) -> NewEvent {
         .maybe("message", report.message.clone())
 }
 
-/// A whole number as an integer (`2`, not `2.0`, as tools and seed 002 write them).
+/// A whole number as an integer (`2`, not `2.0`, as tools write them).
 fn number(x: f64) -> Value {
     const EXACT: f64 = 9_007_199_254_740_992.0; // 2^53: integers up to here are exact
     if x.fract() == 0.0 && x.abs() < EXACT {

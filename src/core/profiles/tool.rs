@@ -1,6 +1,6 @@
-//! Profile `tool` (seed 004): `tool_start {tool_call_id, tool_name, display?, args, ts}` when the
+//! Profile `tool` (the "tool lifecycle events" contract): `tool_start {tool_call_id, tool_name, display?, args, ts}` when the
 //! tool starts running, `tool_progress {tool_call_id, tool_name, display?, progress, total?,
-//! message?, ts}` at each progress report (seed 002's event), then `tool_end {…, status:"success", duration_ms, result, ts}` or
+//! message?, ts}` at each progress report (the progress event), then `tool_end {…, status:"success", duration_ms, result, ts}` or
 //! `tool_error {…, status:"error", duration_ms, error:{message, kind}, ts}`. `display` comes
 //! from the tool's template (left out when a placeholder has no value); `error.kind` from the
 //! failure rule that matched; `ts` is RFC 3339 UTC with milliseconds. Payloads are sanitized.

@@ -1,4 +1,4 @@
-//! Profile `tool_call` (seed 003): `tool_call_start {toolCallId, toolName, input}` when the tool
+//! Profile `tool_call` (the "tool invocation events" contract): `tool_call_start {toolCallId, toolName, input}` when the tool
 //! starts running, `tool_call_progress {toolCallId, progress, total?, message?}` at each progress
 //! report, then `tool_call_end {toolCallId, summary, resultCount, durationMs, output?}`
 //! (`output` left out when empty, `resultCount` when unknown) or

@@ -264,7 +264,7 @@ impl Rewriter {
         concat(self.out.take(now))
     }
 
-    /// Out-of-band progress for the open call `call_id` (seed 002): rendered by the profiles
+    /// Out-of-band progress for the open call `call_id`: rendered by the profiles
     /// as soon as pacing allows (at most one per call per interval, the newest report replacing
     /// an older one, the last one always before the call's end), between upstream events.
     /// Returns what to send now. A report for a call that is not open is dropped.

@@ -118,8 +118,10 @@ pub async fn forward(
             };
             log.outcome = outcome;
             log.status = 502;
-            let message = format!("MCP server {} failed: {error}", server.name);
-            tracing::warn!(server = %server.name, %error, "MCP server request failed");
+            // The address tried, and the whole chain (hyper-util says only "client error").
+            let (upstream, chain) = (&server.upstream, crate::net::upstream::error_chain(&error));
+            let message = format!("MCP server {} at {upstream} failed: {chain}", server.name);
+            tracing::warn!(server = %server.name, %upstream, error = %chain, "MCP server request failed");
             return reply::error(StatusCode::BAD_GATEWAY, code, &message, None);
         }
         Err(_) => {

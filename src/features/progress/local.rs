@@ -1,5 +1,5 @@
 //! The in-process registry of open calls: which live stream shows which running call, and the
-//! matching of progress to them (PRODUCT.md §6, issue 16's correlation rules):
+//! matching of progress to them (docs/progress.md says them in prose):
 //!
 //! - by trace: an MCP call carrying the trace id of a stream (the client's `traceparent`, which
 //!   the proxy forwards to the gateway) goes to that stream's call of that tool name;

@@ -1,4 +1,4 @@
-//! Out-of-band progress (seed 002): what a running tool reports about itself ("step 2/5"),
+//! Out-of-band progress (docs/progress.md): what a running tool reports about itself ("step 2/5"),
 //! carried to the client stream that shows the call, never to the model.
 //!
 //! Progress comes from the MCP front (`notifications/progress` of a `tools/call` the gateway

@@ -1,4 +1,4 @@
-//! OpenTelemetry tracing (issue 19): what toolpulse measured of each request and tool call,
+//! OpenTelemetry tracing: what toolpulse measured of each request and tool call,
 //! exported as OTLP/HTTP spans into the operators' own traces.
 //!
 //! - [`Telemetry`]: the tracer, started once by the service when `[telemetry]` names an

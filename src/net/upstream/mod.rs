@@ -112,8 +112,17 @@ impl Upstream {
     }
 
     async fn connect(&self, uri: &Uri) -> Result<Fresh, UpstreamError> {
+        // The address tried, said first: "connecting to gw:9000 (http://gw:9000/…): …".
+        let scheme = uri.scheme_str().unwrap_or("http");
+        let port = uri
+            .port_u16()
+            .unwrap_or(if scheme == "https" { 443 } else { 80 });
+        let target = format!("{}:{port}", uri.host().unwrap_or_default());
         let failed = |e: Box<dyn std::error::Error + Send + Sync>| {
-            let mut text = error_chain(e.as_ref());
+            let mut text = format!(
+                "connecting to {target} ({scheme}): {}",
+                error_chain(e.as_ref())
+            );
             if answered_tls_with_plain_text(e.as_ref()) {
                 text.push_str(NOT_TLS_HINT);
             }

@@ -28,7 +28,7 @@ use crate::common::gateway::{Gateway, Recorded, Reply};
 use crate::common::redis_server::RedisServer;
 use crate::common::{http_client, read_all, serve_proxy};
 
-const WAIT: Duration = Duration::from_secs(15);
+const WAIT: Duration = Duration::from_secs(60);
 const KEY: &str = "a deployment key of some length";
 
 /// The first turn (a string `input`): one `srv_lookup` call per `metadata.calls` (1 by

@@ -22,7 +22,7 @@ use toolpulse::metrics::Metrics;
 use toolpulse::proxy::Proxy;
 
 /// Far above every limit set below: what has not happened by then will not.
-const PATIENCE: Duration = Duration::from_secs(20);
+const PATIENCE: Duration = Duration::from_secs(60);
 
 /// A config for an upstream at `url`, its MCP server `srv` at `{url}/mcp`, small client
 /// limits unless `clients` sets them (`key = value` lines), and `extra` appended.

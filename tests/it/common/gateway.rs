@@ -173,13 +173,13 @@ impl Gateway {
             .body(http_body_util::Full::new(bytes::Bytes::new()))
             .expect("request");
         let response = super::http_client().request(request);
-        tokio::time::timeout(Duration::from_secs(10), response)
+        tokio::time::timeout(Duration::from_secs(60), response)
             .await
             .expect("the marker answered in time")
             .expect("the marker answered");
         let mut before = Vec::new();
         loop {
-            let next = tokio::time::timeout(Duration::from_secs(10), self.requests.recv());
+            let next = tokio::time::timeout(Duration::from_secs(60), self.requests.recv());
             let request = next.await.expect("the marker in time").expect("recorded");
             if request.target == target {
                 return before;

@@ -180,7 +180,7 @@ pub async fn read_all(body: &mut Incoming) -> Vec<u8> {
             }
         }
     };
-    tokio::time::timeout(std::time::Duration::from_secs(10), read)
+    tokio::time::timeout(std::time::Duration::from_secs(60), read)
         .await
         .expect("the body ends");
     out
@@ -197,7 +197,7 @@ pub async fn read_until(body: &mut Incoming, needle: &str) -> Vec<u8> {
             }
         }
     };
-    tokio::time::timeout(std::time::Duration::from_secs(10), read)
+    tokio::time::timeout(std::time::Duration::from_secs(60), read)
         .await
         .unwrap_or_else(|_| panic!("{needle:?} never arrived"));
     out

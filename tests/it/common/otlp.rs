@@ -81,7 +81,7 @@ impl Collector {
                 out.push(self.spans.recv().await.expect("collector runs"));
             }
         };
-        if tokio::time::timeout(Duration::from_secs(10), wait)
+        if tokio::time::timeout(Duration::from_secs(60), wait)
             .await
             .is_err()
         {

@@ -69,7 +69,7 @@ impl RedisServer {
             .spawn()
             .expect("start redis-server");
         self.child = Some(child);
-        let deadline = Instant::now() + Duration::from_secs(10);
+        let deadline = Instant::now() + Duration::from_secs(60);
         while self.ping().is_err() {
             assert!(Instant::now() < deadline, "redis-server did not answer");
             std::thread::sleep(Duration::from_millis(20));

@@ -87,7 +87,7 @@ fn carried(deltas: Deltas, n: usize) -> (usize, usize, String) {
     )
 }
 
-/// Issue 28: every delta once cloned the arguments so far (1 MiB in 4-byte deltas: 2.6 s);
+/// Every delta once cloned the arguments so far (1 MiB in 4-byte deltas: 2.6 s);
 /// a delta now carries them only while a profile reads them and they are short.
 #[test]
 fn argument_deltas_copy_the_arguments_only_as_far_as_a_profile_reads_them() {

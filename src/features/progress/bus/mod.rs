@@ -1,5 +1,5 @@
 //! The progress bus: the registry of open calls and the delivery of progress shared by several
-//! replicas through Redis (or Valkey), for `[progress] bus` (issue 17).
+//! replicas through Redis (or Valkey), for `[progress] bus`.
 //!
 //! Each replica keeps its streams in its own in-process registry ([`LocalHub`]), which tells
 //! the [`registrar`] of every call that opens or closes; the registrar mirrors them into Redis

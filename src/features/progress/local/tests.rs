@@ -75,7 +75,7 @@ fn identical_calls_in_two_streams_need_a_trace_id() {
     assert_eq!(taken(&s1), vec![("c1".into(), 4.0)]);
 }
 
-/// Issue 26 (4): a trace id is the client's, so two streams may carry the same one; then the
+/// A trace id is the client's, so two streams may carry the same one; then the
 /// arguments must single a call out, else nobody gets the report.
 #[test]
 fn a_trace_id_two_streams_share_decides_only_with_the_arguments() {
@@ -100,7 +100,7 @@ fn a_trace_id_two_streams_share_decides_only_with_the_arguments() {
     assert!(taken(&alice).is_empty() && taken(&bob).is_empty() && taken(&carol).is_empty());
 }
 
-/// Issue 26 (tests that must get stronger): a call_id is the gateway's, and two streams may show
+/// A call_id is the gateway's, and two streams may show
 /// the same one (a replayed response, two gateways); a report naming it reaches neither.
 #[test]
 fn a_call_id_two_streams_show_is_ambiguous() {
@@ -121,7 +121,7 @@ fn a_call_id_two_streams_show_is_ambiguous() {
     assert_eq!(taken(&s2), vec![("c_same".into(), 3.0)]);
 }
 
-/// Issue 26: within one traced stream, the arguments pick among parallel calls of the tool
+/// Within one traced stream, the arguments pick among parallel calls of the tool
 /// (the trace names the stream, not the call).
 #[test]
 fn in_one_traced_stream_the_arguments_pick_among_parallel_calls() {

@@ -371,3 +371,29 @@ impl Drop for H1Body {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use tokio::io::AsyncWriteExt;
+    use tokio::net::{TcpListener, TcpStream};
+
+    use super::*;
+
+    /// The pool's check: a connection whose upstream sent its FIN is not taken again. Waits for
+    /// the FIN to reach the socket (an event), never for a clock.
+    #[tokio::test]
+    async fn a_connection_the_upstream_closed_is_not_open() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let client = TcpStream::connect(listener.local_addr().expect("addr"));
+        let (client, accepted) = tokio::join!(client, listener.accept());
+        let (mut upstream, _) = accepted.expect("accept");
+        let mut conn = Connection::new(Io::Plain(client.expect("connect")));
+        assert!(conn.is_open(), "open while the upstream is silent");
+        upstream.shutdown().await.expect("FIN");
+        let Io::Plain(tcp) = &conn.io else {
+            unreachable!("a plain connection")
+        };
+        tcp.readable().await.expect("the FIN arrives");
+        assert!(!conn.is_open(), "closed once its FIN is in");
+    }
+}

@@ -68,11 +68,17 @@ async fn connections_that_ask_nothing_make_room_for_a_request_on_the_proxy_and_m
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn when_every_connection_has_a_request_in_flight_a_new_one_is_refused() {
-    let release = Arc::new(Notify::new());
-    let wait = release.clone();
-    let gw = Gateway::start(move |_| Reply {
-        head: "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2".into(),
-        actions: vec![Action::Wait(wait.clone()), Action::Raw(b"{}".to_vec())],
+    // One release per request, notified with a stored permit: a gateway task that reaches its
+    // wait only after the release (a loaded machine) still answers.
+    let releases: Arc<std::sync::Mutex<Vec<Arc<Notify>>>> = Arc::default();
+    let held = releases.clone();
+    let gw = Gateway::start(move |_| {
+        let wait = Arc::new(Notify::new());
+        held.lock().expect("releases").push(wait.clone());
+        Reply {
+            head: "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2".into(),
+            actions: vec![Action::Wait(wait), Action::Raw(b"{}".to_vec())],
+        }
     })
     .await;
     let mut config = config(&gw.url(), "", "");
@@ -94,7 +100,9 @@ async fn when_every_connection_has_a_request_in_flight_a_new_one_is_refused() {
     let answer = exchange(l.proxy, request).await;
     assert_eq!(status(&answer), Some("503"), "{answer}");
     assert!(answer.contains("overloaded"), "{answer}");
-    release.notify_waiters();
+    for release in releases.lock().expect("releases").iter() {
+        release.notify_one();
+    }
     for answer in busy {
         let answer = answer.await.expect("joined");
         assert_eq!(status(&answer), Some("200"), "{answer}");
