@@ -75,6 +75,8 @@ pub struct Translator {
     /// Items without an id get one from this count.
     unnamed: u64,
     out: Vec<u8>,
+    /// When bytes last went out (for heartbeats).
+    last_out: Option<Instant>,
     transitions: Vec<Transition>,
     observations: Vec<Observation>,
     stats: Stats,
@@ -100,6 +102,7 @@ impl Translator {
             over: false,
             unnamed: 0,
             out: Vec::new(),
+            last_out: None,
             transitions: Vec::new(),
             observations: Vec::new(),
             stats: Stats::default(),
@@ -128,7 +131,7 @@ impl Translator {
         while let Some(item) = self.parser.next_item() {
             self.on_item(item, now);
         }
-        self.take()
+        self.take_at(now)
     }
 
     /// The gateway's stream ended: the run ends as its response did, or with `RUN_ERROR` when
@@ -146,7 +149,7 @@ impl Translator {
             ending => ending,
         };
         self.end_run(ending, now);
-        self.take()
+        self.take_at(now)
     }
 
     /// The run fails with `message` (the gateway answered with an error, or its stream broke):
@@ -157,7 +160,7 @@ impl Translator {
             code: code.map(str::to_string),
         };
         self.end_run(ending, now);
-        self.take()
+        self.take_at(now)
     }
 
     /// A progress report for the open call `call_id`: an activity delta when it is a
@@ -177,7 +180,28 @@ impl Translator {
             }
             None => self.stats.progress_dropped += 1,
         }
-        self.take()
+        self.take_at(now)
+    }
+
+    /// When a heartbeat comment is due: while a call runs and no bytes went out for the
+    /// settings' heartbeat interval (none when it is zero or the run is over).
+    pub fn next_heartbeat(&self) -> Option<Instant> {
+        let interval = self.settings.heartbeat;
+        if interval.is_zero() || self.over || self.parser.is_mid_event_output() {
+            return None;
+        }
+        let open = self.tracker.open_calls().iter();
+        let earliest = open.filter_map(|c| c.running_since).min()?;
+        let quiet_since = self.last_out.map_or(earliest, |t| t.max(earliest));
+        Some(quiet_since + interval)
+    }
+
+    /// The upstream has been quiet: a heartbeat comment if one is due, else nothing.
+    pub fn on_idle(&mut self, now: Instant) -> Bytes {
+        if self.next_heartbeat().is_some_and(|at| at <= now) {
+            self.out.extend_from_slice(crate::core::sse::HEARTBEAT);
+        }
+        self.take_at(now)
     }
 
     /// Whether the run has ended (`RUN_FINISHED` or `RUN_ERROR` went out).
@@ -199,6 +223,14 @@ impl Translator {
 
     fn take(&mut self) -> Bytes {
         Bytes::from(std::mem::take(&mut self.out))
+    }
+
+    /// What is ready to go out, at `now`.
+    fn take_at(&mut self, now: Instant) -> Bytes {
+        if !self.out.is_empty() {
+            self.last_out = Some(now);
+        }
+        self.take()
     }
 
     fn emit(&mut self, event: &AgUiEvent<'_>) {
