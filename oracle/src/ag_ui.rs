@@ -1,6 +1,6 @@
 //! A checker of an AG-UI run's output (toolpulse's AG-UI endpoint), from its bytes alone:
 //!
-//! - every event is one `data:` line of a JSON object with a string `type`; no Responses
+//! - every event is one `data:` line (or a comment: a heartbeat) of a JSON object with a string `type`; no Responses
 //!   dialect leaks (no `sequence_number`, no hosted `tph_` id, no `response.*` type);
 //! - `RUN_STARTED` first; `RUN_FINISHED` or `RUN_ERROR` last, exactly one of them, nothing after;
 //! - every `TOOL_CALL_START` has exactly one `TOOL_CALL_END` after it, its `TOOL_CALL_ARGS` in
@@ -43,7 +43,7 @@ struct Activity {
     tool_call: Option<String>,
 }
 
-/// The events of `output`, as JSON objects.
+/// The events of `output`, as JSON objects (comments, the heartbeats, skipped).
 pub fn events(output: &[u8]) -> Result<Vec<Map<String, Value>>, String> {
     let mut parser = Parser::new(usize::MAX);
     parser.push(output);
@@ -53,6 +53,9 @@ pub fn events(output: &[u8]) -> Result<Vec<Map<String, Value>>, String> {
         let Item::Event(event) = item else {
             return Err("an unterminated or oversize event".into());
         };
+        if event.data().is_none() && event.has_comment() {
+            continue;
+        }
         if event.event_type().is_some() || event.id().is_some() {
             return Err(format!(
                 "event {}: only data lines are AG-UI's",

@@ -6,6 +6,7 @@
 use serde_json::{Value, json};
 
 use super::event::AgUiEvent;
+use super::ids::Ids;
 use crate::core::lifecycle::{Call, Outcome, Phase, Progress, Transition};
 
 /// The `activityType` of a running call's activity message.
@@ -15,6 +16,10 @@ pub const ACTIVITY_TYPE: &str = "tool_call";
 #[derive(Debug)]
 struct Shown {
     call_id: String,
+    /// Its `toolCallId`: the `call_id`, unless the run used that already.
+    id: String,
+    /// Its activity's `messageId`.
+    activity: String,
     /// Run by the gateway (its tool is not one the input declares).
     gateway: bool,
     /// Bytes of the arguments sent as `TOOL_CALL_ARGS`.
@@ -22,6 +27,36 @@ struct Shown {
     ended: bool,
     /// The search query is in the activity's content.
     query: bool,
+}
+
+impl Shown {
+    fn delta(&self, patch: Value, emit: &mut dyn FnMut(&AgUiEvent<'_>)) {
+        emit(&AgUiEvent::ActivityDelta {
+            message_id: &self.activity,
+            activity_type: ACTIVITY_TYPE,
+            patch,
+        });
+    }
+
+    /// Ends the call's arguments, once: what of them was not streamed as deltas goes first (a
+    /// gateway that sent them whole in the item).
+    fn end(&mut self, call: &Call, emit: &mut dyn FnMut(&AgUiEvent<'_>)) {
+        if self.ended {
+            return;
+        }
+        self.ended = true;
+        let rest = call.arguments.get(self.args_sent..).unwrap_or("");
+        if !call.arguments_truncated && !rest.is_empty() {
+            self.args_sent = call.arguments.len();
+            emit(&AgUiEvent::ToolCallArgs {
+                tool_call_id: &self.id,
+                delta: rest,
+            });
+        }
+        emit(&AgUiEvent::ToolCallEnd {
+            tool_call_id: &self.id,
+        });
+    }
 }
 
 /// The open calls as shown; at most as many as the tracker holds open.
@@ -32,100 +67,63 @@ pub struct Calls {
 
 impl Calls {
     /// Renders `transition` into events, handed one at a time to `emit`. `client_tools` are the
-    /// names of the tools the input declares.
+    /// names of the tools the input declares; `ids` the run's.
     pub fn render(
         &mut self,
         transition: &Transition,
         client_tools: &[String],
+        ids: &mut Ids,
         emit: &mut dyn FnMut(&AgUiEvent<'_>),
     ) {
         let call = &transition.call;
-        let id = call.call_id.as_str();
-        let activity = format!("activity-{id}");
-        let delta = |patch: Value, emit: &mut dyn FnMut(&AgUiEvent<'_>)| {
-            emit(&AgUiEvent::ActivityDelta {
-                message_id: &activity,
-                activity_type: ACTIVITY_TYPE,
-                patch,
-            });
-        };
         if let Phase::Started = transition.phase {
-            let gateway = !client_tools.iter().any(|t| *t == call.name);
-            let name = call.name.as_str();
-            emit(&AgUiEvent::ToolCallStart {
-                tool_call_id: id,
-                tool_call_name: name,
-            });
-            let query = query(call);
-            if gateway {
-                let mut content =
-                    json!({"toolCallId": id, "kind": call.kind.as_str(), "status": "running"});
-                if let Some(query) = &query {
-                    content["query"] = json!(query);
-                }
-                emit(&AgUiEvent::ActivitySnapshot {
-                    message_id: &activity,
-                    activity_type: ACTIVITY_TYPE,
-                    content,
-                });
-            }
-            let shown = Shown {
-                call_id: id.to_string(),
-                gateway,
-                args_sent: 0,
-                ended: false,
-                query: query.is_some(),
-            };
-            self.open.push(shown);
+            self.start(call, client_tools, ids, emit);
             return;
         }
-        let Some(i) = self.open.iter().position(|s| s.call_id == id) else {
+        let Some(i) = self.open.iter().position(|s| s.call_id == call.call_id) else {
             return;
         };
         let shown = &mut self.open[i];
         match &transition.phase {
-            Phase::Started => {}
+            Phase::Started | Phase::StillRunning { .. } => {}
             Phase::ArgumentsDelta { chunk } => {
                 if !shown.ended && !chunk.is_empty() {
                     shown.args_sent += chunk.len();
                     emit(&AgUiEvent::ToolCallArgs {
-                        tool_call_id: id,
+                        tool_call_id: &shown.id,
                         delta: chunk,
                     });
                 }
             }
             Phase::Running => {
-                end(shown, call, emit);
+                shown.end(call, emit);
                 if shown.gateway
                     && !shown.query
                     && let Some(query) = query(call)
                 {
                     shown.query = true;
-                    delta(
-                        json!([{"op": "add", "path": "/query", "value": query}]),
-                        emit,
-                    );
+                    let patch = json!([{"op": "add", "path": "/query", "value": query}]);
+                    shown.delta(patch, emit);
                 }
             }
-            Phase::StillRunning { .. } => {}
             Phase::Progress { report, .. } => {
                 if shown.gateway {
-                    delta(progress_patch(report), emit);
+                    shown.delta(progress_patch(report), emit);
                 }
             }
             Phase::Finished {
                 outcome, output, ..
             } => {
                 let mut shown = self.open.remove(i);
-                end(&mut shown, call, emit);
+                shown.end(call, emit);
                 if !shown.gateway {
                     return;
                 }
                 if let Some(output) = output {
-                    let message_id = format!("result-{id}");
+                    let message_id = ids.unique(Some(&format!("result-{}", shown.id)), "result");
                     emit(&AgUiEvent::ToolCallResult {
                         message_id: &message_id,
-                        tool_call_id: id,
+                        tool_call_id: &shown.id,
                         content: &output.text,
                         role: "tool",
                     });
@@ -134,32 +132,50 @@ impl Calls {
                     Outcome::Completed => "completed",
                     Outcome::Failed(_) => "failed",
                 };
-                delta(
-                    json!([{"op": "add", "path": "/status", "value": status}]),
-                    emit,
-                );
+                let patch = json!([{"op": "add", "path": "/status", "value": status}]);
+                shown.delta(patch, emit);
             }
         }
     }
-}
 
-/// Ends the call's arguments, once: what of them was not streamed as deltas goes first (a
-/// gateway that sent them whole in the item).
-fn end(shown: &mut Shown, call: &Call, emit: &mut dyn FnMut(&AgUiEvent<'_>)) {
-    if shown.ended {
-        return;
-    }
-    shown.ended = true;
-    let id = call.call_id.as_str();
-    let rest = call.arguments.get(shown.args_sent..).unwrap_or("");
-    if !call.arguments_truncated && !rest.is_empty() {
-        shown.args_sent = call.arguments.len();
-        emit(&AgUiEvent::ToolCallArgs {
-            tool_call_id: id,
-            delta: rest,
+    /// A call starts: `TOOL_CALL_START`, and the activity of a call the gateway runs.
+    fn start(
+        &mut self,
+        call: &Call,
+        client_tools: &[String],
+        ids: &mut Ids,
+        emit: &mut dyn FnMut(&AgUiEvent<'_>),
+    ) {
+        let id = ids.unique(Some(&call.call_id), "call");
+        let activity = ids.unique(Some(&format!("activity-{id}")), "activity");
+        let gateway = !client_tools.iter().any(|t| *t == call.name);
+        emit(&AgUiEvent::ToolCallStart {
+            tool_call_id: &id,
+            tool_call_name: &call.name,
+        });
+        let query = query(call);
+        if gateway {
+            let kind = call.kind.as_str();
+            let mut content = json!({"toolCallId": id, "kind": kind, "status": "running"});
+            if let Some(query) = &query {
+                content["query"] = json!(query);
+            }
+            emit(&AgUiEvent::ActivitySnapshot {
+                message_id: &activity,
+                activity_type: ACTIVITY_TYPE,
+                content,
+            });
+        }
+        self.open.push(Shown {
+            call_id: call.call_id.clone(),
+            id,
+            activity,
+            gateway,
+            args_sent: 0,
+            ended: false,
+            query: query.is_some(),
         });
     }
-    emit(&AgUiEvent::ToolCallEnd { tool_call_id: id });
 }
 
 /// The search query of a call, from its arguments: `query`, else its `queries` joined.

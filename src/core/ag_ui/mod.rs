@@ -16,6 +16,7 @@
 
 mod calls;
 pub mod event;
+mod ids;
 pub mod input;
 mod read;
 
@@ -32,6 +33,7 @@ use crate::core::sse::{Item, Parser};
 pub use calls::ACTIVITY_TYPE;
 use calls::Calls;
 use event::{AgUiEvent, encode};
+use ids::Ids;
 use read::Meaning;
 
 /// Observations kept between two `take_observations` calls; more are dropped.
@@ -48,11 +50,12 @@ enum Ending {
     },
 }
 
-/// The open reasoning item, and its open part (a summary or the reasoning text).
+/// The open reasoning item (its id as shown), and its open part (a summary or the reasoning
+/// text): the part's index and its id as shown.
 #[derive(Debug)]
 struct Reasoning {
     item: String,
-    part: Option<String>,
+    part: Option<(u64, String)>,
 }
 
 /// One run's translator: the gateway's Responses stream in, the run's AG-UI events out.
@@ -72,8 +75,8 @@ pub struct Translator {
     ending: Ending,
     /// `RUN_FINISHED` or `RUN_ERROR` went out: nothing more does.
     over: bool,
-    /// Items without an id get one from this count.
-    unnamed: u64,
+    /// The run's message and tool call ids.
+    ids: Ids,
     out: Vec<u8>,
     /// When bytes last went out (for heartbeats).
     last_out: Option<Instant>,
@@ -85,6 +88,7 @@ pub struct Translator {
 impl Translator {
     pub fn new(settings: Arc<Settings>, thread_id: String, run_id: String) -> Self {
         let limits = settings.limits;
+        let ids = Ids::new(&run_id);
         Translator {
             parser: Parser::new(limits.max_event_bytes),
             tracker: Tracker::new(limits.max_open_calls)
@@ -100,7 +104,7 @@ impl Translator {
             reasoning: None,
             ending: Ending::Open,
             over: false,
-            unnamed: 0,
+            ids,
             out: Vec::new(),
             last_out: None,
             transitions: Vec::new(),
@@ -353,24 +357,25 @@ impl Translator {
                         }
                     }
                 };
-                let part_id = format!("{}-{part}", reasoning.item);
                 let part = match reasoning.part {
-                    Some(open) if open == part_id => open,
+                    Some((index, open)) if index == part => (index, open),
                     open => {
-                        if let Some(open) = open {
+                        if let Some((_, open)) = open {
                             self.emit(&AgUiEvent::ReasoningMessageEnd { message_id: &open });
                         }
+                        let wanted = format!("{}-{part}", reasoning.item);
+                        let part_id = self.ids.unique(Some(&wanted), "reasoning");
                         let start = AgUiEvent::ReasoningMessageStart {
                             message_id: &part_id,
                             role: "reasoning",
                         };
                         self.emit(&start);
-                        part_id
+                        (part, part_id)
                     }
                 };
                 if !delta.is_empty() {
                     let content = AgUiEvent::ReasoningMessageContent {
-                        message_id: &part,
+                        message_id: &part.1,
                         delta: &delta,
                     };
                     self.emit(&content);
@@ -382,7 +387,7 @@ impl Translator {
             }
             Meaning::ReasoningPartDone { .. } => {
                 if let Some(reasoning) = &mut self.reasoning
-                    && let Some(part) = reasoning.part.take()
+                    && let Some((_, part)) = reasoning.part.take()
                 {
                     self.emit(&AgUiEvent::ReasoningMessageEnd { message_id: &part });
                 }
@@ -403,15 +408,9 @@ impl Translator {
         }
     }
 
-    /// The item's id, or one made up for an item without one.
+    /// The item's id, or one made up for an item without one or whose id the run used.
     fn name(&mut self, id: Option<&str>, prefix: &str) -> String {
-        match id {
-            Some(id) if !id.is_empty() => id.to_string(),
-            _ => {
-                self.unnamed += 1;
-                format!("{prefix}-{}-{}", self.run_id, self.unnamed)
-            }
-        }
+        self.ids.unique(id, prefix)
     }
 
     fn open_text(&mut self, id: String) {
@@ -431,7 +430,7 @@ impl Translator {
 
     fn close_reasoning(&mut self) {
         if let Some(reasoning) = self.reasoning.take() {
-            if let Some(part) = &reasoning.part {
+            if let Some((_, part)) = &reasoning.part {
                 self.emit(&AgUiEvent::ReasoningMessageEnd { message_id: part });
             }
             self.emit(&AgUiEvent::ReasoningEnd {
@@ -455,8 +454,8 @@ impl Translator {
                 encode(event, &mut out);
                 written += 1;
             };
-            self.calls
-                .render(&transition, &self.client_tools, &mut emit);
+            let ids = &mut self.ids;
+            (self.calls).render(&transition, &self.client_tools, ids, &mut emit);
             self.out = out;
             self.stats.injected += written;
             self.report(transition);

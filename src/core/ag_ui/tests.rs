@@ -468,3 +468,45 @@ fn open_calls_stay_within_the_limit_and_the_run_stays_valid() {
     assert_eq!(report.tool_calls, 1);
     assert_eq!(t.stats().untracked.open_calls, 1);
 }
+
+#[test]
+fn ids_a_gateway_repeats_stay_one_message_and_one_call_each() {
+    let response = r#"data: {"type":"response.created","response":{"id":"r"}}
+
+data: {"type":"response.output_item.added","item":{"id":"fc","type":"function_call","call_id":"call_1","name":"web_search","arguments":""}}
+
+data: {"type":"response.output_item.done","item":{"id":"fc","type":"function_call","call_id":"call_1","name":"web_search","arguments":"{}"}}
+
+data: {"type":"response.output_item.added","item":{"id":"o","type":"function_call_output","call_id":"call_1","output":"ok"}}
+
+data: {"type":"response.output_item.added","item":{"id":"msg_1","type":"message"}}
+
+data: {"type":"response.output_text.delta","item_id":"msg_1","delta":"Hi"}
+
+data: {"type":"response.output_item.done","item":{"id":"msg_1","type":"message"}}
+
+data: {"type":"response.completed","response":{"id":"r"}}
+
+"#;
+    let twice = response.repeat(2);
+    let events = checked(&run(twice.as_bytes(), &[], 7));
+    let starts: Vec<_> = events
+        .iter()
+        .filter(|e| e["type"] == "TOOL_CALL_START")
+        .map(|e| e["toolCallId"].clone())
+        .collect();
+    assert_eq!(starts, [json!("call_1"), json!("call-run-1-1")]);
+    let texts: Vec<_> = events
+        .iter()
+        .filter(|e| e["type"] == "TEXT_MESSAGE_START")
+        .map(|e| e["messageId"].clone())
+        .collect();
+    assert_eq!(texts, [json!("msg_1"), json!("msg-run-1-2")]);
+    assert_eq!(
+        events
+            .iter()
+            .filter(|e| e["type"] == "RUN_FINISHED")
+            .count(),
+        1
+    );
+}
