@@ -1,7 +1,8 @@
 //! The AG-UI endpoint (`[ag_ui]`): `POST <path>` with a `RunAgentInput`, answered with the
 //! run's AG-UI event stream. The body is read whole (within the request-body budget) and
 //! translated by the core into one streamed Responses request to the gateway (its
-//! `Authorization` and other headers passed on as for any request); the gateway's stream goes
+//! `Authorization` and other headers, and its query string, passed on as for any request); the
+//! gateway's stream goes
 //! through the core's AG-UI translator ([`super::ag_ui_body`]). An input that is not a valid
 //! `RunAgentInput` is a 400 naming the field; once the input is valid, every failure (the
 //! gateway unreachable, an error status, a broken stream) is the run's `RUN_ERROR`.
@@ -140,7 +141,9 @@ impl Proxy {
         held: budget::Held,
         config: &Config,
     ) -> Result<UpstreamBody, (String, String)> {
-        let uri = headers::upstream_uri(&self.upstream, RESPONSES_PATH, None)
+        // The query goes on as it is (e.g. an `api-version` the gateway wants).
+        let query = head.uri.query().map(str::to_string);
+        let uri = headers::upstream_uri(&self.upstream, RESPONSES_PATH, query.as_deref())
             .map_err(|e| (format!("bad upstream URI: {e}"), "proxy_error".to_string()))?;
         head.method = Method::POST;
         head.headers.remove(PROFILES_HEADER);
