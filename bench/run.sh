@@ -567,11 +567,14 @@ EOF
       if (target == "toolpulse-openai") { cc[phase] = cpu; c50[phase] = a50; c99[phase] = a99; crss[phase] = rss; ce[phase] = $7; corder[++q] = phase }
     }
     END {
-      print ""
-      print "toolpulse / nginx (added latency: toolpulse − nginx in µs, since nginx adds almost nothing):"
-      print ""
-      print "| phase | CPU µs/event | added p50 | added p99 | peak RSS | events/s | events injected |"
-      print "|---|---|---|---|---|---|---|"
+      for (i = 1; i <= n; i++) if (order[i] in nc) with_nginx++
+      if (with_nginx) {
+        print ""
+        print "toolpulse / nginx (added latency: toolpulse − nginx in µs, since nginx adds almost nothing):"
+        print ""
+        print "| phase | CPU µs/event | added p50 | added p99 | peak RSS | events/s | events injected |"
+        print "|---|---|---|---|---|---|---|"
+      }
       for (i = 1; i <= n; i++) {
         p = order[i]
         if (!(p in nc)) continue # a phase without nginx (ag_ui)

@@ -115,6 +115,8 @@ impl Proxy {
             Err((message, code)) => {
                 let failed = translator.fail(&message, Some(&code), Instant::now());
                 let first = Bytes::from([first, failed].concat());
+                // Every run's body reports a stream when it is dropped, an error run's too.
+                self.metrics.streams_active.inc();
                 let body =
                     AgUiBody::new(None, translator, first, self.end_streams.watch(), None, log);
                 return stream_response(body);

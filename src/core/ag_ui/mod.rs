@@ -18,6 +18,7 @@ mod calls;
 pub mod event;
 mod ids;
 pub mod input;
+mod messages;
 mod read;
 
 use std::sync::Arc;
@@ -34,6 +35,7 @@ pub use calls::ACTIVITY_TYPE;
 use calls::Calls;
 use event::{AgUiEvent, encode};
 use ids::Ids;
+use messages::Messages;
 use read::Meaning;
 
 /// Observations kept between two `take_observations` calls; more are dropped.
@@ -50,14 +52,6 @@ enum Ending {
     },
 }
 
-/// The open reasoning item (its id as shown), and its open part (a summary or the reasoning
-/// text): the part's index and its id as shown.
-#[derive(Debug)]
-struct Reasoning {
-    item: String,
-    part: Option<(u64, String)>,
-}
-
 /// One run's translator: the gateway's Responses stream in, the run's AG-UI events out.
 pub struct Translator {
     settings: Arc<Settings>,
@@ -68,10 +62,7 @@ pub struct Translator {
     parser: Parser,
     tracker: Tracker,
     calls: Calls,
-    text: Option<String>,
-    /// The open text message got a delta (else its done item's text is its content).
-    text_streamed: bool,
-    reasoning: Option<Reasoning>,
+    messages: Messages,
     ending: Ending,
     /// `RUN_FINISHED` or `RUN_ERROR` went out: nothing more does.
     over: bool,
@@ -99,9 +90,7 @@ impl Translator {
             run_id,
             client_tools: Vec::new(),
             calls: Calls::default(),
-            text: None,
-            text_streamed: false,
-            reasoning: None,
+            messages: Messages::default(),
             ending: Ending::Open,
             over: false,
             ids,
@@ -290,158 +279,32 @@ impl Translator {
 
     /// Text, reasoning and the response's end; calls are the tracker's.
     fn on_meaning(&mut self, meaning: Meaning<'_>) {
+        let mut out = std::mem::take(&mut self.out);
+        let mut written = 0;
+        let mut emit = |event: &AgUiEvent<'_>| {
+            encode(event, &mut out);
+            written += 1;
+        };
+        self.messages.on(&meaning, &mut self.ids, &mut emit);
+        self.out = out;
+        self.stats.injected += written;
         match meaning {
-            Meaning::ItemAdded { kind, id } => match &*kind {
-                "message" => {
-                    self.close_text();
-                    let id = self.name(id.as_deref(), "msg");
-                    self.open_text(id);
-                }
-                "reasoning" => {
-                    self.close_reasoning();
-                    let id = self.name(id.as_deref(), "reasoning");
-                    self.emit(&AgUiEvent::ReasoningStart { message_id: &id });
-                    self.reasoning = Some(Reasoning {
-                        item: id,
-                        part: None,
-                    });
-                }
-                _ => {}
-            },
-            Meaning::TextDelta { item_id, delta } => {
-                if self.text.is_none() {
-                    let id = self.name(item_id.as_deref(), "msg");
-                    self.open_text(id);
-                }
-                if let Some(id) = &self.text
-                    && !delta.is_empty()
-                {
-                    let id = id.clone();
-                    self.emit(&AgUiEvent::TextMessageContent {
-                        message_id: &id,
-                        delta: &delta,
-                    });
-                    self.text_streamed = true;
-                }
+            Meaning::Completed if self.ending == Ending::Open => self.ending = Ending::Completed,
+            Meaning::Failed { message, code } if !matches!(self.ending, Ending::Failed { .. }) => {
+                self.ending = Ending::Failed { message, code };
             }
-            Meaning::ItemDone { kind, text, .. } => match &*kind {
-                "message" => {
-                    // A gateway that streamed no delta has the text in the done item only.
-                    if let Some(id) = self.text.clone()
-                        && !self.text_streamed
-                        && !text.is_empty()
-                    {
-                        self.emit(&AgUiEvent::TextMessageContent {
-                            message_id: &id,
-                            delta: &text,
-                        });
-                    }
-                    self.close_text();
-                }
-                "reasoning" => self.close_reasoning(),
-                _ => {}
-            },
-            Meaning::ReasoningDelta {
-                item_id,
-                part,
-                delta,
-            } => {
-                let reasoning = match self.reasoning.take() {
-                    Some(reasoning) => reasoning,
-                    None => {
-                        let id = self.name(item_id.as_deref(), "reasoning");
-                        self.emit(&AgUiEvent::ReasoningStart { message_id: &id });
-                        Reasoning {
-                            item: id,
-                            part: None,
-                        }
-                    }
-                };
-                let part = match reasoning.part {
-                    Some((index, open)) if index == part => (index, open),
-                    open => {
-                        if let Some((_, open)) = open {
-                            self.emit(&AgUiEvent::ReasoningMessageEnd { message_id: &open });
-                        }
-                        let wanted = format!("{}-{part}", reasoning.item);
-                        let part_id = self.ids.unique(Some(&wanted), "reasoning");
-                        let start = AgUiEvent::ReasoningMessageStart {
-                            message_id: &part_id,
-                            role: "reasoning",
-                        };
-                        self.emit(&start);
-                        (part, part_id)
-                    }
-                };
-                if !delta.is_empty() {
-                    let content = AgUiEvent::ReasoningMessageContent {
-                        message_id: &part.1,
-                        delta: &delta,
-                    };
-                    self.emit(&content);
-                }
-                self.reasoning = Some(Reasoning {
-                    part: Some(part),
-                    ..reasoning
-                });
-            }
-            Meaning::ReasoningPartDone { .. } => {
-                if let Some(reasoning) = &mut self.reasoning
-                    && let Some((_, part)) = reasoning.part.take()
-                {
-                    self.emit(&AgUiEvent::ReasoningMessageEnd { message_id: &part });
-                }
-            }
-            Meaning::Completed => {
-                self.close_messages();
-                if self.ending == Ending::Open {
-                    self.ending = Ending::Completed;
-                }
-            }
-            Meaning::Failed { message, code } => {
-                self.close_messages();
-                if !matches!(self.ending, Ending::Failed { .. }) {
-                    self.ending = Ending::Failed { message, code };
-                }
-            }
-            Meaning::Other => {}
-        }
-    }
-
-    /// The item's id, or one made up for an item without one or whose id the run used.
-    fn name(&mut self, id: Option<&str>, prefix: &str) -> String {
-        self.ids.unique(id, prefix)
-    }
-
-    fn open_text(&mut self, id: String) {
-        self.emit(&AgUiEvent::TextMessageStart {
-            message_id: &id,
-            role: "assistant",
-        });
-        self.text = Some(id);
-        self.text_streamed = false;
-    }
-
-    fn close_text(&mut self) {
-        if let Some(id) = self.text.take() {
-            self.emit(&AgUiEvent::TextMessageEnd { message_id: &id });
-        }
-    }
-
-    fn close_reasoning(&mut self) {
-        if let Some(reasoning) = self.reasoning.take() {
-            if let Some((_, part)) = &reasoning.part {
-                self.emit(&AgUiEvent::ReasoningMessageEnd { message_id: part });
-            }
-            self.emit(&AgUiEvent::ReasoningEnd {
-                message_id: &reasoning.item,
-            });
+            _ => {}
         }
     }
 
     fn close_messages(&mut self) {
-        self.close_text();
-        self.close_reasoning();
+        let out = &mut self.out;
+        let mut written = 0;
+        self.messages.close(&mut |event| {
+            encode(event, out);
+            written += 1;
+        });
+        self.stats.injected += written;
     }
 
     /// Renders the pending transitions and reports what they mean.
@@ -512,7 +375,11 @@ impl Translator {
                 thread_id: &thread_id,
                 run_id: &run_id,
             }),
-            Ending::Open => {}
+            // `finish` and `fail` never end a run open; were one to, it ends without a reason.
+            Ending::Open => self.emit(&AgUiEvent::RunError {
+                message: "the run ended",
+                code: None,
+            }),
             Ending::Failed { message, code } => {
                 let code = code.as_deref();
                 self.emit(&AgUiEvent::RunError {
@@ -525,5 +392,7 @@ impl Translator {
     }
 }
 
+#[cfg(test)]
+mod edge_tests;
 #[cfg(test)]
 mod tests;

@@ -8,7 +8,7 @@ use serde_json::{Map, Value, json};
 use super::*;
 use crate::config::Config;
 
-const CONFIG: &str = r#"
+pub(super) const CONFIG: &str = r#"
 [[tools]]
 match = ["github_*"]
 kind = "mcp"
@@ -17,7 +17,7 @@ kind = "mcp"
 output_patterns = ["^no executor found for tool ", "^search failed: "]
 "#;
 
-fn fixture(name: &str) -> Vec<u8> {
+pub(super) fn fixture(name: &str) -> Vec<u8> {
     let path = format!(
         "{}/tests/fixtures/ag_ui/{name}.sse",
         env!("CARGO_MANIFEST_DIR")
@@ -25,14 +25,14 @@ fn fixture(name: &str) -> Vec<u8> {
     std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
 
-fn translator(client_tools: &[&str]) -> Translator {
+pub(super) fn translator(client_tools: &[&str]) -> Translator {
     let settings = Config::from_toml_str(CONFIG).unwrap().settings();
     let tools = client_tools.iter().map(|s| s.to_string()).collect();
     Translator::new(settings, "thread-1".into(), "run-1".into()).with_client_tools(tools)
 }
 
 /// The whole run over `input` fed in pieces of at most `piece` bytes.
-fn run(input: &[u8], client_tools: &[&str], piece: usize) -> Vec<u8> {
+pub(super) fn run(input: &[u8], client_tools: &[&str], piece: usize) -> Vec<u8> {
     let now = Instant::now();
     let mut t = translator(client_tools);
     let mut out = t.start().to_vec();
@@ -43,7 +43,7 @@ fn run(input: &[u8], client_tools: &[&str], piece: usize) -> Vec<u8> {
     out
 }
 
-fn checked(output: &[u8]) -> Vec<Map<String, Value>> {
+pub(super) fn checked(output: &[u8]) -> Vec<Map<String, Value>> {
     let report = invariants::ag_ui::check(output).unwrap_or_else(|e| {
         panic!("{e}\n{}", String::from_utf8_lossy(output));
     });
@@ -51,7 +51,7 @@ fn checked(output: &[u8]) -> Vec<Map<String, Value>> {
     invariants::ag_ui::events(output).unwrap()
 }
 
-fn types(events: &[Map<String, Value>]) -> Vec<String> {
+pub(super) fn types(events: &[Map<String, Value>]) -> Vec<String> {
     let name = |e: &Map<String, Value>| {
         let kind = e["type"].as_str().unwrap().to_string();
         match e.get("toolCallId").or(e.get("messageId")) {
@@ -383,130 +383,4 @@ data: {"type":"response.failed","response":{"status":"failed","error":{"code":"s
     out.extend_from_slice(&t.finish(now));
     let events = checked(&out);
     assert_eq!(events.last().unwrap()["message"], "upstream stream broke");
-}
-
-#[test]
-fn reasoning_summaries_become_reasoning_messages() {
-    let input = br#"data: {"type":"response.created","response":{"id":"r"}}
-
-data: {"type":"response.output_item.added","item":{"id":"rs_1","type":"reasoning","summary":[]}}
-
-data: {"type":"response.reasoning_summary_text.delta","item_id":"rs_1","summary_index":0,"delta":"Think"}
-
-data: {"type":"response.reasoning_summary_text.delta","item_id":"rs_1","summary_index":0,"delta":"ing."}
-
-data: {"type":"response.reasoning_summary_text.done","item_id":"rs_1","summary_index":0,"text":"Thinking."}
-
-data: {"type":"response.reasoning_summary_text.delta","item_id":"rs_1","summary_index":1,"delta":"More."}
-
-data: {"type":"response.output_item.done","item":{"id":"rs_1","type":"reasoning"}}
-
-data: {"type":"response.output_item.added","item":{"id":"m","type":"message"}}
-
-data: {"type":"response.output_item.done","item":{"id":"m","type":"message","content":[{"type":"output_text","text":"Done."}]}}
-
-data: {"type":"response.completed","response":{"id":"r"}}
-
-data: [DONE]
-
-"#;
-    let events = checked(&run(input, &[], usize::MAX));
-    let all: Vec<_> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
-    assert_eq!(
-        all,
-        [
-            "RUN_STARTED",
-            "REASONING_START",
-            "REASONING_MESSAGE_START",
-            "REASONING_MESSAGE_CONTENT",
-            "REASONING_MESSAGE_CONTENT",
-            "REASONING_MESSAGE_END",
-            "REASONING_MESSAGE_START",
-            "REASONING_MESSAGE_CONTENT",
-            "REASONING_MESSAGE_END",
-            "REASONING_END",
-            "TEXT_MESSAGE_START",
-            "TEXT_MESSAGE_CONTENT",
-            "TEXT_MESSAGE_END",
-            "RUN_FINISHED"
-        ]
-    );
-    assert_eq!(events[2]["messageId"], "rs_1-0");
-    assert_eq!(events[11]["delta"], "Done.");
-}
-
-#[test]
-fn recorded_streams_are_valid_runs() {
-    let dir = format!("{}/tests/fixtures/recordings", env!("CARGO_MANIFEST_DIR"));
-    let mut seen = 0;
-    let folders = std::fs::read_dir(&dir).unwrap().flatten();
-    for entry in folders.flat_map(|f| std::fs::read_dir(f.path()).into_iter().flatten().flatten()) {
-        let name = entry.path().display().to_string();
-        if !name.ends_with(".sse") {
-            continue;
-        }
-        let input = std::fs::read(entry.path()).unwrap();
-        for piece in [usize::MAX, 5] {
-            let out = run(&input, &[], piece);
-            invariants::ag_ui::check(&out).unwrap_or_else(|e| panic!("{name}: {e}"));
-        }
-        seen += 1;
-    }
-    assert!(seen > 0, "no recordings in {dir}");
-}
-
-#[test]
-fn open_calls_stay_within_the_limit_and_the_run_stays_valid() {
-    let mut settings = (*Config::from_toml_str(CONFIG).unwrap().settings()).clone();
-    settings.limits.max_open_calls = 1;
-    let mut t = Translator::new(Arc::new(settings), "t".into(), "r".into());
-    let now = Instant::now();
-    let mut out = t.start().to_vec();
-    out.extend_from_slice(&t.feed(&fixture("parallel"), now));
-    out.extend_from_slice(&t.finish(now));
-    let report = invariants::ag_ui::check(&out).unwrap();
-    assert_eq!(report.tool_calls, 1);
-    assert_eq!(t.stats().untracked.open_calls, 1);
-}
-
-#[test]
-fn ids_a_gateway_repeats_stay_one_message_and_one_call_each() {
-    let response = r#"data: {"type":"response.created","response":{"id":"r"}}
-
-data: {"type":"response.output_item.added","item":{"id":"fc","type":"function_call","call_id":"call_1","name":"web_search","arguments":""}}
-
-data: {"type":"response.output_item.done","item":{"id":"fc","type":"function_call","call_id":"call_1","name":"web_search","arguments":"{}"}}
-
-data: {"type":"response.output_item.added","item":{"id":"o","type":"function_call_output","call_id":"call_1","output":"ok"}}
-
-data: {"type":"response.output_item.added","item":{"id":"msg_1","type":"message"}}
-
-data: {"type":"response.output_text.delta","item_id":"msg_1","delta":"Hi"}
-
-data: {"type":"response.output_item.done","item":{"id":"msg_1","type":"message"}}
-
-data: {"type":"response.completed","response":{"id":"r"}}
-
-"#;
-    let twice = response.repeat(2);
-    let events = checked(&run(twice.as_bytes(), &[], 7));
-    let starts: Vec<_> = events
-        .iter()
-        .filter(|e| e["type"] == "TOOL_CALL_START")
-        .map(|e| e["toolCallId"].clone())
-        .collect();
-    assert_eq!(starts, [json!("call_1"), json!("call-run-1-1")]);
-    let texts: Vec<_> = events
-        .iter()
-        .filter(|e| e["type"] == "TEXT_MESSAGE_START")
-        .map(|e| e["messageId"].clone())
-        .collect();
-    assert_eq!(texts, [json!("msg_1"), json!("msg-run-1-2")]);
-    assert_eq!(
-        events
-            .iter()
-            .filter(|e| e["type"] == "RUN_FINISHED")
-            .count(),
-        1
-    );
 }
