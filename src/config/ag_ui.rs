@@ -79,12 +79,15 @@ mod tests {
 
     #[test]
     fn the_section_turns_the_endpoint_on_with_its_defaults() {
-        assert_eq!(Config::from_toml_str("").unwrap().ag_ui, None);
-        let config = Config::from_toml_str("[ag_ui]\n").unwrap();
-        let ag_ui = config.ag_ui.unwrap();
+        assert_eq!(Config::from_toml_str("").expect("valid").ag_ui, None);
+        let config = Config::from_toml_str("[ag_ui]\n").expect("valid");
+        let ag_ui = config.ag_ui.expect("valid");
         assert_eq!((ag_ui.path.as_str(), ag_ui.model), ("/ag-ui", None));
         let text = "[ag_ui]\npath = \"/agent\"\nmodel = \"gpt-4.1\"\n";
-        let ag_ui = Config::from_toml_str(text).unwrap().ag_ui.unwrap();
+        let ag_ui = Config::from_toml_str(text)
+            .expect("valid")
+            .ag_ui
+            .expect("valid");
         assert_eq!(
             (ag_ui.path.as_str(), ag_ui.model.as_deref()),
             ("/agent", Some("gpt-4.1"))
@@ -98,10 +101,12 @@ mod tests {
             ("[ag_ui]\npath = \"/a?b=1\"\n", "ag_ui.path"),
             ("[ag_ui]\nmodel = \" \"\n", "ag_ui.model"),
         ] {
-            let error = Config::from_toml_str(text).unwrap_err().to_string();
+            let error = Config::from_toml_str(text)
+                .expect_err("an error")
+                .to_string();
             assert!(error.contains(key) && error.contains("line 2"), "{error}");
         }
-        let error = Config::from_toml_str("[ag_ui]\nmodle = \"x\"\n").unwrap_err();
+        let error = Config::from_toml_str("[ag_ui]\nmodle = \"x\"\n").expect_err("an error");
         assert!(error.to_string().contains("modle"), "{error}");
     }
 }

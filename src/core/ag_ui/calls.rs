@@ -148,7 +148,7 @@ impl Calls {
     ) {
         let id = ids.unique(Some(&call.call_id), "call");
         let activity = ids.unique(Some(&format!("activity-{id}")), "activity");
-        let gateway = !client_tools.iter().any(|t| *t == call.name);
+        let gateway = !client_tools.contains(&call.name);
         emit(&AgUiEvent::ToolCallStart {
             tool_call_id: &id,
             tool_call_name: &call.name,

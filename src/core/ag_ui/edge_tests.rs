@@ -36,7 +36,10 @@ data: [DONE]
 
 "#;
     let events = checked(&run(input, &[], usize::MAX));
-    let all: Vec<_> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    let all: Vec<_> = events
+        .iter()
+        .map(|e| e["type"].as_str().expect("valid"))
+        .collect();
     assert_eq!(
         all,
         [
@@ -64,13 +67,13 @@ data: [DONE]
 fn recorded_streams_are_valid_runs() {
     let dir = format!("{}/tests/fixtures/recordings", env!("CARGO_MANIFEST_DIR"));
     let mut seen = 0;
-    let folders = std::fs::read_dir(&dir).unwrap().flatten();
+    let folders = std::fs::read_dir(&dir).expect("valid").flatten();
     for entry in folders.flat_map(|f| std::fs::read_dir(f.path()).into_iter().flatten().flatten()) {
         let name = entry.path().display().to_string();
         if !name.ends_with(".sse") {
             continue;
         }
-        let input = std::fs::read(entry.path()).unwrap();
+        let input = std::fs::read(entry.path()).expect("valid");
         for piece in [usize::MAX, 5] {
             let out = run(&input, &[], piece);
             invariants::ag_ui::check(&out).unwrap_or_else(|e| panic!("{name}: {e}"));
@@ -82,14 +85,14 @@ fn recorded_streams_are_valid_runs() {
 
 #[test]
 fn open_calls_stay_within_the_limit_and_the_run_stays_valid() {
-    let mut settings = (*Config::from_toml_str(CONFIG).unwrap().settings()).clone();
+    let mut settings = (*Config::from_toml_str(CONFIG).expect("valid").settings()).clone();
     settings.limits.max_open_calls = 1;
     let mut t = Translator::new(Arc::new(settings), "t".into(), "r".into());
     let now = Instant::now();
     let mut out = t.start().to_vec();
     out.extend_from_slice(&t.feed(&fixture("parallel"), now));
     out.extend_from_slice(&t.finish(now));
-    let report = invariants::ag_ui::check(&out).unwrap();
+    let report = invariants::ag_ui::check(&out).expect("valid");
     assert_eq!(report.tool_calls, 1);
     assert_eq!(t.stats().untracked.open_calls, 1);
 }

@@ -103,7 +103,7 @@ mod tests {
             &mut out,
         );
         assert_eq!(
-            String::from_utf8(out).unwrap(),
+            String::from_utf8(out).expect("valid"),
             "data: {\"type\":\"RUN_STARTED\",\"threadId\":\"t\",\"runId\":\"r\"}\n\n\
              data: {\"type\":\"TOOL_CALL_START\",\"toolCallId\":\"c\",\"toolCallName\":\"web_search\"}\n\n\
              data: {\"type\":\"RUN_ERROR\",\"message\":\"boom\"}\n\n"

@@ -124,7 +124,7 @@ fn meaning<'a>(e: &Envelope<'a>) -> Meaning<'a> {
     let item_id = || e.item_id.and_then(string);
     match &*e.kind {
         "response.output_item.added" | "response.output_item.done" => {
-            let Some(head) = e.item.and_then(|raw| parse::<ItemHead<'a>>(raw)) else {
+            let Some(head) = e.item.and_then(parse::<ItemHead<'a>>) else {
                 return Meaning::Other;
             };
             if e.kind.ends_with("added") {
@@ -224,7 +224,7 @@ mod tests {
     fn text_reasoning_and_endings_are_read() {
         let (_, m) =
             read(br#"{"type":"response.output_text.delta","item_id":"m1","delta":"Hi \"x\""}"#)
-                .unwrap();
+                .expect("valid");
         assert_eq!(
             m,
             Meaning::TextDelta {
@@ -233,7 +233,7 @@ mod tests {
             }
         );
         let done = br#"{"type":"response.output_item.done","item":{"id":"m1","type":"message","content":[{"type":"output_text","text":"a"},{"type":"refusal","refusal":"no"},{"type":"output_text","text":"b"}]}}"#;
-        let (_, m) = read(done).unwrap();
+        let (_, m) = read(done).expect("valid");
         assert_eq!(
             m,
             Meaning::ItemDone {
@@ -243,7 +243,7 @@ mod tests {
             }
         );
         let failed = br#"{"type":"response.failed","response":{"status":"failed","error":{"code":"server_error","message":"model overloaded"}}}"#;
-        let (_, m) = read(failed).unwrap();
+        let (_, m) = read(failed).expect("valid");
         assert_eq!(
             m,
             Meaning::Failed {
@@ -252,7 +252,7 @@ mod tests {
             }
         );
         let error = br#"{"type":"error","code":null,"message":"rate limited","param":null}"#;
-        let (_, m) = read(error).unwrap();
+        let (_, m) = read(error).expect("valid");
         assert_eq!(
             m,
             Meaning::Failed {
@@ -261,7 +261,7 @@ mod tests {
             }
         );
         let incomplete = br#"{"type":"response.incomplete","response":{"incomplete_details":{"reason":"max_output_tokens"}}}"#;
-        let (_, m) = read(incomplete).unwrap();
+        let (_, m) = read(incomplete).expect("valid");
         let message = "the response is incomplete: max_output_tokens".to_string();
         assert_eq!(
             m,
@@ -271,7 +271,7 @@ mod tests {
             }
         );
         let summary = br#"{"type":"response.reasoning_summary_text.delta","item_id":"rs","summary_index":1,"delta":"think"}"#;
-        let (_, m) = read(summary).unwrap();
+        let (_, m) = read(summary).expect("valid");
         assert_eq!(
             m,
             Meaning::ReasoningDelta {
@@ -283,7 +283,7 @@ mod tests {
         assert!(read(b"[DONE]").is_err());
         assert_eq!(
             read(br#"{"type":"response.created","response":{}}"#)
-                .unwrap()
+                .expect("valid")
                 .1,
             Meaning::Other
         );

@@ -26,7 +26,7 @@ pub(super) fn fixture(name: &str) -> Vec<u8> {
 }
 
 pub(super) fn translator(client_tools: &[&str]) -> Translator {
-    let settings = Config::from_toml_str(CONFIG).unwrap().settings();
+    let settings = Config::from_toml_str(CONFIG).expect("valid").settings();
     let tools = client_tools.iter().map(|s| s.to_string()).collect();
     Translator::new(settings, "thread-1".into(), "run-1".into()).with_client_tools(tools)
 }
@@ -48,12 +48,12 @@ pub(super) fn checked(output: &[u8]) -> Vec<Map<String, Value>> {
         panic!("{e}\n{}", String::from_utf8_lossy(output));
     });
     assert!(report.events > 0);
-    invariants::ag_ui::events(output).unwrap()
+    invariants::ag_ui::events(output).expect("valid")
 }
 
 pub(super) fn types(events: &[Map<String, Value>]) -> Vec<String> {
     let name = |e: &Map<String, Value>| {
-        let kind = e["type"].as_str().unwrap().to_string();
+        let kind = e["type"].as_str().expect("valid").to_string();
         match e.get("toolCallId").or(e.get("messageId")) {
             Some(Value::String(id)) => format!("{kind} {id}"),
             _ => kind,
@@ -136,7 +136,7 @@ fn the_agentic_stream_is_a_run_with_each_call_running_and_its_result() {
         "no executor found for tool github_broken"
     );
     assert_eq!(result["messageId"], "result-call_gb_1");
-    let last = find("ACTIVITY_DELTA", "call_gb_1").pop().unwrap();
+    let last = find("ACTIVITY_DELTA", "call_gb_1").pop().expect("valid");
     assert_eq!(
         last["patch"],
         json!([{"op": "add", "path": "/status", "value": "failed"}])
@@ -145,20 +145,20 @@ fn the_agentic_stream_is_a_run_with_each_call_running_and_its_result() {
     assert_eq!(snapshot["content"]["kind"], "mcp");
     let args: String = find("TOOL_CALL_ARGS", "call_gh_1")
         .iter()
-        .map(|e| e["delta"].as_str().unwrap())
+        .map(|e| e["delta"].as_str().expect("valid"))
         .collect();
     assert_eq!(args, r#"{"repo":"acme/agent","query":"stream stalls"}"#);
     let text: String = events
         .iter()
         .filter(|e| e["type"] == "TEXT_MESSAGE_CONTENT")
-        .map(|e| e["delta"].as_str().unwrap())
+        .map(|e| e["delta"].as_str().expect("valid"))
         .collect();
     assert!(text.starts_with("I found two open issues"), "{text}");
     assert_eq!(
         events[0],
         *json!({"type": "RUN_STARTED", "threadId": "thread-1", "runId": "run-1"})
             .as_object()
-            .unwrap()
+            .expect("valid")
     );
 }
 
@@ -201,7 +201,7 @@ fn a_call_the_stream_ends_without_an_output_ends_failed_without_a_result() {
                 e.get("toolCallId") == Some(&json!(id))
                     || e.get("messageId") == Some(&json!(format!("activity-{id}")))
             })
-            .map(|e| e["type"].as_str().unwrap().to_string())
+            .map(|e| e["type"].as_str().expect("valid").to_string())
             .collect::<Vec<_>>()
     };
     assert_eq!(
@@ -219,7 +219,7 @@ fn a_call_the_stream_ends_without_an_output_ends_failed_without_a_result() {
     let last = events
         .iter()
         .rfind(|e| e.get("messageId") == Some(&json!("activity-call_gh_2")))
-        .unwrap();
+        .expect("valid");
     assert_eq!(
         last["patch"],
         json!([{"op": "add", "path": "/status", "value": "failed"}])
@@ -231,9 +231,9 @@ fn a_call_the_stream_ends_without_an_output_ends_failed_without_a_result() {
             e.get("messageId") == Some(&json!("activity-call_file_2"))
                 && e["type"] == "ACTIVITY_DELTA"
         })
-        .unwrap();
+        .expect("valid");
     assert_eq!(file["patch"][0]["value"], "retry policy, backoff");
-    let report = invariants::ag_ui::check(&run(&fixture("failures"), &[], 5)).unwrap();
+    let report = invariants::ag_ui::check(&run(&fixture("failures"), &[], 5)).expect("valid");
     assert_eq!(
         (report.tool_calls, report.results, report.failed),
         (4, 3, 3)
@@ -251,7 +251,7 @@ fn a_call_of_a_declared_tool_is_the_clients_start_arguments_end_only() {
                 e.get("toolCallId") == Some(&json!(id))
                     || e.get("messageId") == Some(&json!(format!("activity-{id}")))
             })
-            .map(|e| e["type"].as_str().unwrap().to_string())
+            .map(|e| e["type"].as_str().expect("valid").to_string())
             .collect::<Vec<_>>()
     };
     assert_eq!(
@@ -263,8 +263,8 @@ fn a_call_of_a_declared_tool_is_the_clients_start_arguments_end_only() {
             "TOOL_CALL_END"
         ]
     );
-    assert_eq!(of("call_web_1").last().unwrap(), "ACTIVITY_DELTA");
-    assert_eq!(events.last().unwrap()["type"], "RUN_FINISHED");
+    assert_eq!(of("call_web_1").last().expect("valid"), "ACTIVITY_DELTA");
+    assert_eq!(events.last().expect("valid")["type"], "RUN_FINISHED");
     // Undeclared, the same call is the gateway's, and it never answered.
     let events = checked(&run(&fixture("frontend"), &[], usize::MAX));
     assert!(
@@ -277,10 +277,12 @@ fn a_call_of_a_declared_tool_is_the_clients_start_arguments_end_only() {
 #[test]
 fn progress_patches_the_running_calls_activity_before_its_result() {
     let input = fixture("agentic");
-    let text = std::str::from_utf8(&input).unwrap();
+    let text = std::str::from_utf8(&input).expect("valid");
     // Up to the broken call's output: both MCP calls run.
-    let cut = text.find(r#""call_id":"call_gb_1","output""#).unwrap();
-    let cut = text[..cut].rfind("event:").unwrap();
+    let cut = text
+        .find(r#""call_id":"call_gb_1","output""#)
+        .expect("valid");
+    let cut = text[..cut].rfind("event:").expect("valid");
     let now = Instant::now();
     let mut t = translator(&[]);
     let mut out = t.start().to_vec();
@@ -331,10 +333,12 @@ fn progress_patches_the_running_calls_activity_before_its_result() {
 #[test]
 fn a_stream_without_its_end_or_that_fails_ends_the_run_with_an_error() {
     let input = fixture("agentic");
-    let text = std::str::from_utf8(&input).unwrap();
-    let cut = text.find(r#""call_id":"call_gh_1","output""#).unwrap();
+    let text = std::str::from_utf8(&input).expect("valid");
+    let cut = text
+        .find(r#""call_id":"call_gh_1","output""#)
+        .expect("valid");
     let events = checked(&run(&input[..cut], &[], usize::MAX));
-    let last = events.last().unwrap();
+    let last = events.last().expect("valid");
     assert_eq!(last["type"], "RUN_ERROR");
     assert_eq!(
         last["message"],
@@ -342,7 +346,7 @@ fn a_stream_without_its_end_or_that_fails_ends_the_run_with_an_error() {
     );
     // Every call started is ended; the one cut off before its output ends failed, as does
     // the broken one by its output.
-    let report = invariants::ag_ui::check(&run(&input[..cut], &[], 9)).unwrap();
+    let report = invariants::ag_ui::check(&run(&input[..cut], &[], 9)).expect("valid");
     assert_eq!(
         (report.tool_calls, report.results, report.failed),
         (4, 3, 2)
@@ -367,7 +371,7 @@ data: {"type":"response.failed","response":{"status":"failed","error":{"code":"s
             "RUN_ERROR"
         ]
     );
-    let last = events.last().unwrap();
+    let last = events.last().expect("valid");
     assert_eq!(
         (&last["message"], &last["code"]),
         (&json!("The model crashed."), &json!("server_error"))
@@ -382,5 +386,8 @@ data: {"type":"response.failed","response":{"status":"failed","error":{"code":"s
     out.extend_from_slice(&t.feed(&input[cut..], now));
     out.extend_from_slice(&t.finish(now));
     let events = checked(&out);
-    assert_eq!(events.last().unwrap()["message"], "upstream stream broke");
+    assert_eq!(
+        events.last().expect("valid")["message"],
+        "upstream stream broke"
+    );
 }

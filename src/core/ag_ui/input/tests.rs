@@ -3,7 +3,7 @@ use serde_json::{Value, json};
 use super::*;
 
 fn body(run: &Run) -> Value {
-    serde_json::from_slice(&run.body).unwrap()
+    serde_json::from_slice(&run.body).expect("valid")
 }
 
 #[test]
@@ -29,7 +29,7 @@ fn a_run_becomes_one_streamed_request_with_its_history_exact() {
                 {"type": "image", "source": {"type": "url", "value": "https://x/i.png"}}]}
         ]
     });
-    let run = translate(input.to_string().as_bytes(), Some("default")).unwrap();
+    let run = translate(input.to_string().as_bytes(), Some("default")).expect("valid");
     assert_eq!((run.thread_id.as_str(), run.run_id.as_str()), ("t1", "r2"));
     assert_eq!(run.client_tools, ["confirm"]);
     assert_eq!(
@@ -60,12 +60,12 @@ fn a_run_becomes_one_streamed_request_with_its_history_exact() {
 #[test]
 fn the_model_is_the_configured_one_unless_forwarded() {
     let input = json!({"threadId": "t", "runId": "r", "messages": []}).to_string();
-    let run = translate(input.as_bytes(), Some("gpt-default")).unwrap();
+    let run = translate(input.as_bytes(), Some("gpt-default")).expect("valid");
     assert_eq!(
         body(&run),
         json!({"model": "gpt-default", "input": [], "stream": true})
     );
-    let error = translate(input.as_bytes(), None).unwrap_err();
+    let error = translate(input.as_bytes(), None).expect_err("an error");
     assert_eq!(error.field, "forwardedProps.model");
 }
 
@@ -110,8 +110,11 @@ fn an_invalid_input_names_its_field() {
         ),
     ];
     for (input, field) in cases {
-        let error = translate(input.to_string().as_bytes(), Some("m")).unwrap_err();
+        let error = translate(input.to_string().as_bytes(), Some("m")).expect_err("an error");
         assert_eq!(error.field, field, "{input}");
     }
-    assert_eq!(translate(b"{", Some("m")).unwrap_err().field, "body");
+    assert_eq!(
+        translate(b"{", Some("m")).expect_err("an error").field,
+        "body"
+    );
 }
