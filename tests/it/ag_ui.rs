@@ -307,3 +307,45 @@ async fn a_client_that_goes_away_closes_the_gateways_connection() {
         "the gateway saw its connection close"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_run_is_counted_in_and_out_of_the_active_streams_an_error_run_too() {
+    use toolpulse::metrics::{Response, labels::Requests};
+    let gw = Gateway::start(|request: &Recorded| {
+        if String::from_utf8_lossy(&request.body).contains("overloaded") {
+            let json = r#"{"error":{"message":"Overloaded."}}"#;
+            return Reply {
+                head: format!("HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\ncontent-length: {}", json.len()),
+                actions: vec![Action::Raw(json.as_bytes().to_vec())],
+            };
+        }
+        Reply::sse(ag_ui_blocks("agentic.sse"))
+    })
+    .await;
+    let (proxy, handle) = start_proxy_with_handle(config(), &gw.url()).await;
+    let mut failing = input();
+    failing["forwardedProps"] = json!({"model": "overloaded"});
+    for input in [input(), failing] {
+        let response = run(proxy, &input).await;
+        checked(&read_all(&mut response.into_body()).await);
+    }
+    // A run is counted out when its body is dropped, after the client read it: poll.
+    let metrics = handle.metrics();
+    let runs = || {
+        let label = Requests {
+            response: Response::AgUi,
+        };
+        metrics.requests.get_or_create(&label).get()
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while runs() < 2 || metrics.streams_active.get() != 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "runs {}, active {}",
+            runs(),
+            metrics.streams_active.get()
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(metrics.streams_active.get(), 0);
+}
