@@ -8,7 +8,11 @@
 #
 # Options (environment variables):
 #   QUICK=1         small phases (a smoke check of the whole pipeline)
-#   PHASES="..."    which phases, in order; default "flood paced tools rss"
+#   PHASES="..."    which phases, in order; default "flood paced tools ag_ui rss"; phase ag_ui
+#                   runs the tools phase's streams through toolpulse's AG-UI endpoint
+#                   ([ag_ui], target "toolpulse-ag-ui": the same process, POST /ag-ui, the run's
+#                   AG-UI events read, no latency: they carry no stamps) right after the plain
+#                   proxy (/v1/responses), so the two compare in CPU per upstream event
 #   PIN=0|1         1 (default with >= 2 CPUs): the proxy under test runs on CPU $PROXY_CPU, the
 #                   upstream and the client on CPU $LOAD_CPU, the same for every target
 #   PROXY_CPU=1 LOAD_CPU=0
@@ -46,7 +50,7 @@ source bench/lib.sh
 QUICK=${QUICK:-0}
 OTLP=${OTLP:-0}
 COMPANION=${COMPANION:-0}
-PHASES=${PHASES:-flood paced tools rss}
+PHASES=${PHASES:-flood paced tools ag_ui rss}
 CPUS=$(nproc)
 if [ "$CPUS" -ge 2 ]; then PIN=${PIN:-1}; else PIN=0; fi
 PROXY_CPU=${PROXY_CPU:-1}
@@ -224,6 +228,10 @@ kind = "mcp"
 
 [failure]
 output_patterns = ["^search failed: "]
+
+# The AG-UI phase's endpoint (POST /ag-ui), on the same process.
+[ag_ui]
+model = "bench"
 EOF
 
 # target_toml NAME: what the toolpulse target NAME adds to the benchmark's config.
@@ -308,6 +316,7 @@ HWM_NOTE=""
 target_url() {
   case $1 in
     direct) echo "http://127.0.0.1:$UP_PORT/v1/responses" ;;
+    toolpulse-ag-ui) echo "http://127.0.0.1:${TP_PORT[toolpulse]}/ag-ui" ;;
     nginx) echo "http://127.0.0.1:$NGX_PORT/v1/responses" ;;
     *) echo "http://127.0.0.1:${TP_PORT[$1]}/v1/responses" ;;
   esac
@@ -317,8 +326,14 @@ target_pids() {
   case $1 in
     direct) ;;
     nginx) echo "$NGX_PID" && descendants "$NGX_PID" ;;
+    toolpulse-ag-ui) echo "${TP_PID[toolpulse]}" ;;
     *) echo "${TP_PID[$1]}" ;;
   esac
+}
+
+# target_args TARGET: the client's flags a target needs.
+target_args() {
+  [ "$1" != toolpulse-ag-ui ] || echo --ag-ui
 }
 
 # client_args SIZES...: the client's flags for a phase's sizes.
@@ -360,7 +375,7 @@ measure() {
   c0=$(ticks "${pids[@]}")
   u0=$(ticks "$UP_PID")
   t0=$(date +%s%N)
-  run_client "$run" --url "$(target_url "$target")" $(client_args "$@")
+  run_client "$run" --url "$(target_url "$target")" $(target_args "$target") $(client_args "$@")
   t1=$(date +%s%N)
   c1=$(ticks "${pids[@]}")
   u1=$(ticks "$UP_PID")
@@ -433,8 +448,11 @@ fi
 for name in "${TP_TARGETS[@]}"; do start_toolpulse "$name"; done
 
 log "verify: every target's bodies against the regenerated upstream stream (invariants::check)"
-for target in direct nginx "${TP_TARGETS[@]}"; do
-  run_client "verify-$target" --url "$(target_url "$target")" --verify $(client_args "${VERIFY[@]}")
+VERIFY_TARGETS=(direct nginx "${TP_TARGETS[@]}")
+[[ " $PHASES " == *" ag_ui "* ]] && VERIFY_TARGETS+=(toolpulse-ag-ui)
+for target in "${VERIFY_TARGETS[@]}"; do
+  run_client "verify-$target" --url "$(target_url "$target")" --verify $(target_args "$target") \
+    $(client_args "${VERIFY[@]}")
   log "  $target: $(jnum verified "$TMP/verify-$target.json") streams verified, $(jnum injected_events "$TMP/verify-$target.json") events injected"
 done
 
@@ -443,6 +461,13 @@ for phase in $PHASES; do
     flood) sizes=("${FLOOD[@]}") ;;
     paced) sizes=("${PACED[@]}") ;;
     tools) sizes=("${TOOLS[@]}") ;;
+    ag_ui)
+      log "phase ag_ui: $(client_args "${TOOLS[@]}"), through /v1/responses and /ag-ui"
+      for target in direct toolpulse toolpulse-ag-ui; do
+        measure ag_ui "$target" "${TOOLS[@]}"
+      done
+      continue
+      ;;
     rss)
       log "phase rss: ${RSS[0]} streams at once, one event every $((RSS[3] / 1000)) ms"
       rss_phase nginx
@@ -500,7 +525,7 @@ report() {
   cat <<EOF
 # toolpulse end-to-end benchmark, $(date '+%Y-%m-%d %H:%M %Z')
 
-- command: \`$([ "$QUICK" = 1 ] && echo "QUICK=1 ")$([ "$OTLP" = 1 ] && echo "OTLP=1 ")$([ "$COMPANION" = 1 ] && echo "COMPANION=1 ")$([ "$BUS" = 1 ] && echo "BUS=1 ")$([ "$BUS_ROUNDS" != 1 ] && echo "BUS_ROUNDS=$BUS_ROUNDS ")bash bench/run.sh\`$([ "$PHASES" != "flood paced tools rss" ] && echo " (PHASES=\"$PHASES\")")
+- command: \`$([ "$QUICK" = 1 ] && echo "QUICK=1 ")$([ "$OTLP" = 1 ] && echo "OTLP=1 ")$([ "$COMPANION" = 1 ] && echo "COMPANION=1 ")$([ "$BUS" = 1 ] && echo "BUS=1 ")$([ "$BUS_ROUNDS" != 1 ] && echo "BUS_ROUNDS=$BUS_ROUNDS ")bash bench/run.sh\`$([ "$PHASES" != "flood paced tools ag_ui rss" ] && echo " (PHASES=\"$PHASES\")")
 - machine: $CPUS CPUs ($(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)), $(awk '/^MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo), Linux $(uname -r); load average at start: $LOADAVG
 - toolpulse $(git rev-parse --short HEAD 2>/dev/null || echo "?")$dirty, one process, RUST_LOG=$TP_LOG, tokio worker threads: $TP_WORKERS_SHOWN; $TP_THREADS threads in all at the end
 - nginx $("$NGINX" -v 2>&1 | sed 's|.*/||'), one worker, proxy_buffering off, keep-alive HTTP/1.1 upstream, access_log off
@@ -526,6 +551,8 @@ EOF
       if (target == "direct") { d50[phase] = $8; d99[phase] = $9 }
       a50 = target == "direct" ? "" : $8 - d50[phase]
       a99 = target == "direct" ? "" : $9 - d99[phase]
+      # An AG-UI run carries no stamps: no latency.
+      if (target == "toolpulse-ag-ui") { $8 = ""; $9 = ""; $10 = ""; a50 = ""; a99 = "" }
       cpu = target == "direct" ? "" : $13 / tck * 1e6 / ($5 > 0 ? $5 : 1)
       pcpu = target == "direct" ? "" : $13 / tck / wall * 100
       lcpu = ($12 + $14 / tck) / wall * 100
@@ -534,21 +561,38 @@ EOF
         phase, target, $3, $4, f($7, 0), f($8, 0), f($9, 0), f($10, 0), f(a50, 0), f(a99, 0),
         f(cpu, 2), f(pcpu, 0), f(lcpu, 0), f(rss, 1)
       if (target == "nginx") { nc[phase] = cpu; n50[phase] = a50; n99[phase] = a99; nr[phase] = rss; ne[phase] = $7 }
+      if (target == "toolpulse-ag-ui") { gc[phase] = cpu; ge[phase] = $7; grss[phase] = rss; gorder[++g] = phase }
       if (target == "toolpulse") { tc[phase] = cpu; t50[phase] = a50; t99[phase] = a99; tr[phase] = rss; te[phase] = $7; order[++n] = phase; inj[phase] = $6 }
       if (target == "toolpulse-otlp") { oc[phase] = cpu; o50[phase] = a50; o99[phase] = a99; orss[phase] = rss; oe[phase] = $7; oorder[++m] = phase }
       if (target == "toolpulse-openai") { cc[phase] = cpu; c50[phase] = a50; c99[phase] = a99; crss[phase] = rss; ce[phase] = $7; corder[++q] = phase }
     }
     END {
-      print ""
-      print "toolpulse / nginx (added latency: toolpulse − nginx in µs, since nginx adds almost nothing):"
-      print ""
-      print "| phase | CPU µs/event | added p50 | added p99 | peak RSS | events/s | events injected |"
-      print "|---|---|---|---|---|---|---|"
+      for (i = 1; i <= n; i++) if (order[i] in nc) with_nginx++
+      if (with_nginx) {
+        print ""
+        print "toolpulse / nginx (added latency: toolpulse − nginx in µs, since nginx adds almost nothing):"
+        print ""
+        print "| phase | CPU µs/event | added p50 | added p99 | peak RSS | events/s | events injected |"
+        print "|---|---|---|---|---|---|---|"
+      }
       for (i = 1; i <= n; i++) {
         p = order[i]
+        if (!(p in nc)) continue # a phase without nginx (ag_ui)
         printf "| %s | %s× | %+.0f µs | %+.0f µs | %s× | %s× | %s |\n", p,
           ratio(tc[p], nc[p]), t50[p] - n50[p], t99[p] - n99[p], ratio(tr[p], nr[p]),
           ratio(te[p], ne[p]), inj[p]
+      }
+      if (g > 0) {
+        print ""
+        print "toolpulse through its AG-UI endpoint (/ag-ui) / the same process as a proxy (/v1/responses) (same run, same phase):"
+        print ""
+        print "| phase | CPU µs/event /v1/responses | CPU µs/event /ag-ui | ratio | peak RSS | events/s |"
+        print "|---|---|---|---|---|---|"
+        for (i = 1; i <= g; i++) {
+          p = gorder[i]
+          printf "| %s | %.2f | %.2f | %s× | %s× | %s× |\n", p, tc[p], gc[p], ratio(gc[p], tc[p]),
+            ratio(grss[p], tr[p]), ratio(ge[p], te[p])
+        }
       }
       if (q > 0) {
         print ""

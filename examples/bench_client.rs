@@ -12,6 +12,12 @@
 //! `invariants::check` (the `oracle/` crate). Prints one JSON object to stdout; exits 1 if any
 //! stream failed.
 //!
+//! `--ag-ui`: `--url` is toolpulse's AG-UI endpoint; each stream is a run (a `RunAgentInput`
+//! posted, the stream parameters in the query, which toolpulse passes on to the gateway). Its
+//! events carry no stamps (no latency), and a stream fails unless it ends with `RUN_FINISHED`;
+//! the upstream events counted are those the upstream sent (its parameters say how many).
+//! With `--verify` every run is checked by `invariants::ag_ui::check`.
+//!
 //! ```sh
 //! cargo run --release --example bench_client -- --url http://127.0.0.1:8080/v1/responses \
 //!     --concurrency 200 --streams 400 --events 250 --pace-us 20000
@@ -41,6 +47,8 @@ use tokio::net::TcpStream;
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// The request body (the upstream ignores it; a real client sends one).
 const REQUEST_BODY: &[u8] = br#"{"model":"bench","stream":true,"input":"go"}"#;
+/// The request body of an AG-UI run (`--ag-ui`).
+const RUN_BODY: &[u8] = br#"{"threadId":"bench","runId":"run","state":{},"messages":[{"id":"u","role":"user","content":"go"}],"tools":[],"context":[],"forwardedProps":{"model":"bench"}}"#;
 /// Latencies above this (ns) are recorded as this.
 const MAX_LATENCY_NS: u64 = 600_000_000_000;
 
@@ -89,6 +97,9 @@ struct Args {
     /// Open a new connection for every stream (a soak of connection churn) instead of keep-alive.
     #[arg(long)]
     fresh_connections: bool,
+    /// `--url` is toolpulse's AG-UI endpoint: post runs, read AG-UI events.
+    #[arg(long)]
+    ag_ui: bool,
     /// Runtime worker threads; 1 runs a current-thread runtime.
     #[arg(long, default_value_t = 1)]
     threads: usize,
@@ -310,7 +321,10 @@ async fn stream(
         .header(header::HOST, &run.host)
         .header(header::CONTENT_TYPE, "application/json")
         .header(header::ACCEPT, "text/event-stream")
-        .body(Full::new(Bytes::from_static(REQUEST_BODY)))
+        .body(Full::new(Bytes::from_static(match run.args.ag_ui {
+            true => RUN_BODY,
+            false => REQUEST_BODY,
+        })))
         .map_err(|e| e.to_string())?;
     let response = sender
         .send_request(request)
@@ -327,7 +341,8 @@ async fn stream(
         let text = String::from_utf8_lossy(&text[..text.len().min(300)]).into_owned();
         return Err(format!("status {status}: {}", text.trim()));
     }
-    let mut reader = Reader::new(params.ts, run.args.verify);
+    let mut reader = Reader::new(params.ts && !run.args.ag_ui, run.args.verify);
+    reader.ag_ui = run.args.ag_ui;
     while let Some(frame) = body.frame().await {
         let frame = frame.map_err(|e| format!("body: {e}"))?;
         if let Ok(data) = frame.into_data() {
@@ -343,7 +358,10 @@ async fn stream(
     }
     let upstream = reader.finish(params)?;
     run.upstream_events.fetch_add(upstream, Relaxed);
-    if run.args.verify {
+    if run.args.verify && run.args.ag_ui {
+        invariants::ag_ui::check(&reader.all).map_err(|e| format!("AG-UI run: {e}"))?;
+        run.verified.fetch_add(1, Relaxed);
+    } else if run.args.verify {
         let input = generate(params, None);
         invariants::check(&input, &reader.all, 1 << 20).map_err(|e| format!("invariants: {e}"))?;
         run.verified.fetch_add(1, Relaxed);
@@ -354,6 +372,8 @@ async fn stream(
 /// Splits a body into events and checks them as they arrive.
 struct Reader {
     stamped: bool,
+    /// The body is an AG-UI run (no numbers, no stamps).
+    ag_ui: bool,
     keep: bool,
     /// The whole body, with `--verify`.
     all: Vec<u8>,
@@ -373,6 +393,7 @@ impl Reader {
     fn new(stamped: bool, keep: bool) -> Self {
         Reader {
             stamped,
+            ag_ui: false,
             keep,
             all: Vec::new(),
             pending: Vec::new(),
@@ -416,6 +437,11 @@ impl Reader {
         }
         // Both keys are near an end of the event: look there only.
         let head = &event[..event.len().min(HEAD_BYTES)];
+        if self.ag_ui {
+            self.events += 1;
+            self.last_was_completed = RUN_FINISHED.find(head).is_some();
+            return;
+        }
         let Some(n) = number_after(head, Key::First(&SEQUENCE_NUMBER)) else {
             return;
         };
@@ -446,9 +472,16 @@ impl Reader {
             return Err("the body ends inside an event".into());
         }
         if !self.last_was_completed {
-            return Err("the last numbered event is not response.completed".into());
+            return Err(match self.ag_ui {
+                true => "the last event is not RUN_FINISHED".into(),
+                false => "the last numbered event is not response.completed".into(),
+            });
         }
         let expected = params.event_count();
+        if self.ag_ui {
+            // The run's events are not the upstream's: what it sent is what it was asked for.
+            return Ok(expected);
+        }
         // Under profile `hosted` the gateway-run rounds arrive as hosted items instead.
         let short = if self.stamped {
             self.stamped_events != expected
@@ -482,6 +515,8 @@ const HEAD_BYTES: usize = 160;
 const TAIL_BYTES: usize = 48;
 static SEQUENCE_NUMBER: LazyLock<Finder<'static>> =
     LazyLock::new(|| Finder::new(b"\"sequence_number\":"));
+static RUN_FINISHED: LazyLock<Finder<'static>> =
+    LazyLock::new(|| Finder::new(b"\"type\":\"RUN_FINISHED\""));
 static COMPLETED: LazyLock<Finder<'static>> =
     LazyLock::new(|| Finder::new(b"\"type\":\"response.completed\""));
 static T_NS: LazyLock<FinderRev<'static>> = LazyLock::new(|| FinderRev::new(b"\"t_ns\":"));

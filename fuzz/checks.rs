@@ -9,6 +9,11 @@
 //!   where the input was dense, every opening closed exactly once, untouched when nothing is
 //!   injected), and does not depend on how the input is split; with time passing between
 //!   chunks (heartbeats, `stages`' running events) it still keeps the invariants.
+//! - [`ag_ui`]: the rewriter's inputs through the AG-UI translator instead: its output is a
+//!   valid AG-UI run as [`invariants::ag_ui::check`] judges it (run started first and ended
+//!   once, every tool call ended once, results after their ends, one final status per activity,
+//!   no Responses dialect), the same however the input is split, also with time passing
+//!   (heartbeats) and a progress report for every call id the input names.
 //! - [`h1`]: toolpulse's own HTTP/1.1 response reading (`http1::client`) gives the same
 //!   outcome however the bytes are split, and whatever it accepts, hyper's HTTP/1 client
 //!   accepts with the same status, header fields and body; it refuses what hyper accepts only
@@ -173,6 +178,73 @@ pub fn rewriter(data: &[u8]) -> invariants::Report {
     let step = Duration::from_millis(u64::from(*seed) * 50);
     let live = rewrite(config, profiles, &chunks, start, Some(step));
     holds(&input, &live, max, "with time passing");
+    report
+}
+
+/// `data` as for [`rewriter`], through the AG-UI translator; half the inputs declare
+/// `web_search` a tool of the client's (flags bit 7).
+pub fn ag_ui(data: &[u8]) -> invariants::ag_ui::Report {
+    let [flags, max_chunk, seed, rest @ ..] = data else {
+        return invariants::ag_ui::Report::default();
+    };
+    let input = if flags & 4 != 0 {
+        render(rest, *flags)
+    } else {
+        rest.to_vec()
+    };
+    let (config, _) = &configs()[usize::from(flags & 3)][usize::from((flags >> 3) & 7)];
+    let client = if flags & 128 != 0 {
+        vec!["web_search".to_string()]
+    } else {
+        Vec::new()
+    };
+    let start = Instant::now();
+    let run = |chunks: &[&[u8]], step: Option<Duration>| {
+        let settings = config.settings();
+        let mut translator =
+            toolpulse::core::ag_ui::Translator::new(settings, "t".into(), "r".into())
+                .with_client_tools(client.clone());
+        let mut out = translator.start().to_vec();
+        let mut now = start;
+        let every = chunks.len().div_ceil(MAX_TICKS).max(1);
+        for (i, chunk) in chunks.iter().enumerate() {
+            if let Some(step) = step.filter(|_| i % every == 0) {
+                now += step;
+                out.extend_from_slice(&translator.on_idle(now));
+                for id in ["call_1", "call_2", "c1"] {
+                    let report = toolpulse::core::lifecycle::Progress {
+                        progress: i as f64,
+                        total: Some(f64::NAN),
+                        message: Some("step\n\"two\"".into()),
+                    };
+                    out.extend_from_slice(&translator.progress(id, report, now));
+                }
+            }
+            out.extend_from_slice(&translator.feed(chunk, now));
+        }
+        out.extend_from_slice(&translator.finish(now));
+        out
+    };
+    let judged = |output: &[u8], run: &str| {
+        invariants::ag_ui::check(output).unwrap_or_else(|e| {
+            let text = String::from_utf8_lossy(output)
+                .chars()
+                .take(4000)
+                .collect::<String>();
+            panic!("{run}: {e}\n--- output ---\n{text}")
+        })
+    };
+    let whole = run(&[&input], None);
+    let report = judged(&whole, "whole");
+    let chunks = chunks(&input, *max_chunk, *seed);
+    assert!(
+        run(&chunks, None) == whole,
+        "the output depends on the split"
+    );
+    judged(
+        &run(&chunks, Some(Duration::from_millis(u64::from(*seed) * 50))),
+        "with time passing",
+    );
     report
 }
 

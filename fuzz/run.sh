@@ -4,7 +4,10 @@
 #
 #   fuzz/run.sh [SECONDS]        fuzz each target for SECONDS
 #   fuzz/run.sh --seed           (re)seed fuzz/corpus/ from the fixtures, then exit
-#   TARGETS=rewriter fuzz/run.sh one target only (default: "parser rewriter h1 h1_request")
+#   TARGETS=rewriter fuzz/run.sh one target only (default: "parser rewriter ag_ui h1 h1_request")
+#
+# ag_ui reads the rewriter's inputs: it starts from corpus/rewriter/ (read only) and keeps what it
+# finds in corpus/ag_ui/.
 #
 # Needs nightly Rust and cargo-fuzz (`cargo install cargo-fuzz --locked`). Runs under
 # `nice -n 10`: the machines it runs on are shared.
@@ -44,13 +47,15 @@ fi
 
 seconds=${1:-600}
 toolchain=${TOOLCHAIN:-+nightly}
-targets=${TARGETS:-parser rewriter h1 h1_request}
+targets=${TARGETS:-parser rewriter ag_ui h1 h1_request}
 for target in $targets; do
   mkdir -p "corpus/$target" "regressions/$target"
   # --sanitizer none: the crate has no `unsafe`, and ASan costs most of the speed;
   # -max_len: the seeds are cut there (long recordings gain nothing but slowness);
   # -timeout: a hang is a bug (every input runs in milliseconds).
-  nice -n 10 cargo "$toolchain" fuzz run --sanitizer none "$target" "corpus/$target" -- \
+  seeds=()
+  [[ "$target" == ag_ui ]] && seeds=(corpus/rewriter)
+  nice -n 10 cargo "$toolchain" fuzz run --sanitizer none "$target" "corpus/$target" "${seeds[@]}" -- \
     -max_total_time="$seconds" -max_len=16384 -rss_limit_mb=2048 -timeout=10 \
     -print_final_stats=1
 done

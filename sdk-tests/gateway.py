@@ -21,6 +21,13 @@ The request's `model` picks the scenario:
   "toolpulse-failures"   a web_search whose output is "search failed: …", a file_search with a
                          `queries` list, github_broken, and a github_search_issues call that
                          never gets an output before the message and `response.completed`
+  "toolpulse-frontend"   a client's tool over two turns: a web_search the gateway runs, then a
+                         call of confirm_action (a tool the request declares) with no output,
+                         and `response.completed`; when the request's input has the output of
+                         that call (the next turn), a message quoting it instead
+  "toolpulse-cut"        a web_search call, then the stream breaks: the connection closes in
+                         the middle of an event, without the chunked body's end
+  "toolpulse-error"      no stream: HTTP 503 with an OpenAI-style error body (ERROR_MESSAGE)
   "toolpulse-held"       one call of demo_crunch (an MCP server's tool, run by the test), whose
                          output the gateway holds until the test posts it (below), then a message
 A request with `"stream": false` (or none) gets the final Response object as JSON.
@@ -75,6 +82,11 @@ PLAIN_MODEL = "toolpulse-plain"
 PARALLEL_MODEL = "toolpulse-parallel"
 FAILURES_MODEL = "toolpulse-failures"
 HELD_MODEL = "toolpulse-held"
+FRONTEND_MODEL = "toolpulse-frontend"
+CUT_MODEL = "toolpulse-cut"
+ERROR_MODEL = "toolpulse-error"
+ERROR_MESSAGE = "The model is overloaded; try again later."
+FRONTEND_CALL = "call_confirm_1"
 TAG_HEADER = "x-e2e-tag"
 DEFAULT_TOOL_MS = 250
 
@@ -137,6 +149,8 @@ CALLS = {
     "file_multi": ("call_file_2", "file_search", '{"queries":["retry policy","backoff"]}',
                    '[{"file_id":"file_2","filename":"retries.md","score":0.71}]'),
     "gh_open": ("call_gh_2", "github_search_issues", '{"repo":"acme/agent","query":"timeouts"}', None),
+    # A tool of the client's (the request declares it): the gateway never runs it.
+    "confirm": (FRONTEND_CALL, "confirm_action", '{"question":"Open issue #42?"}', None),
     # Its output is posted by the test (see HeldOutput).
     "held": ("call_crunch_1", "demo_crunch", '{"label":"the numbers","steps":3}', None),
 }
@@ -374,6 +388,37 @@ def held_script(tool_seconds: float, base: int = 0, spec023: bool = False) -> Sc
     return s
 
 
+def frontend_script(tool_seconds: float, base: int = 0, spec023: bool = False,
+                    answer: str | None = None) -> Script:
+    s = Script(tool_seconds, base, spec023)
+    s.start()
+    if answer is not None:
+        s.message(f"The user answered: {answer}", pieces=3)
+    else:
+        s.function_call("web")
+        s.function_call_output("web", tool_seconds)
+        s.function_call("confirm")
+    s.finish()
+    return s
+
+
+def cut_script(tool_seconds: float, base: int = 0, spec023: bool = False) -> Script:
+    s = Script(tool_seconds, base, spec023)
+    s.start()
+    s.function_call("web")
+    return s
+
+
+def frontend_answer(body: dict) -> str | None:
+    """The output of the client's confirm_action call in a request's input, if any."""
+    items = body.get("input") if isinstance(body.get("input"), list) else []
+    for item in items:
+        if isinstance(item, dict) and item.get("type") == "function_call_output" \
+                and item.get("call_id") == FRONTEND_CALL:
+            return item.get("output")
+    return None
+
+
 SCENARIOS = {PLAIN_MODEL: plain_script, PARALLEL_MODEL: parallel_script,
              FAILURES_MODEL: failures_script, HELD_MODEL: held_script}
 
@@ -467,7 +512,17 @@ class Handler(BaseHTTPRequestHandler):
         tool_seconds = int(query.get("tool_ms", [DEFAULT_TOOL_MS])[0]) / 1000
         base = int(query.get("base", ["0"])[0])
         spec023 = query.get("spec023", ["0"])[0] == "1"
-        script = script_for(body.get("model"), tool_seconds, base, spec023)
+        model = body.get("model")
+        if model == ERROR_MODEL:
+            self._send_json(503, {"error": {"message": ERROR_MESSAGE, "type": "server_error",
+                                            "param": None, "code": "overloaded"}})
+            return
+        if model == FRONTEND_MODEL:
+            script = frontend_script(tool_seconds, base, spec023, frontend_answer(body))
+        elif model == CUT_MODEL:
+            script = cut_script(tool_seconds, base, spec023)
+        else:
+            script = script_for(model, tool_seconds, base, spec023)
         hold(script, set(query.get("hold", [""])[0].split(",")) - {""})
         if not body.get("stream"):
             self._send_json(200, script.steps[-1][1]["response"])
@@ -493,6 +548,13 @@ class Handler(BaseHTTPRequestHandler):
                 chunk = b"data: [DONE]\n\n" if event is None else encode(with_outputs(event, released))
                 self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
                 self.wfile.flush()
+            if model == CUT_MODEL:
+                # Half an event, then the connection closes without the body's last chunk.
+                half = encode({"type": "response.output_item.added", "output_index": 1})[:30]
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(half), half))
+                self.wfile.flush()
+                self.close_connection = True
+                return
             self.wfile.write(b"0\r\n\r\n")
             self.wfile.flush()
         except (BrokenPipeError, ConnectionResetError):

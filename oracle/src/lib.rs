@@ -22,6 +22,7 @@
 //! of the rewriter, bench client (an example) and fuzz targets depend on it, the binary never
 //! does.
 
+pub mod ag_ui;
 mod calls;
 pub mod hosted;
 mod indices;

@@ -146,9 +146,9 @@ export async function startToolpulse(upstream, config) {
  * toolpulse's MCP front as server "steps", whose tool the gateway calls `demo_crunch` (kind mcp):
  * `mcpUrl` is the front's URL for it, where the test plays the gateway's MCP client
  * (callMcpTool). Progress is sent at most every 20 ms per call, so that none of the reports
- * (`stepMs` apart) is coalesced away.
+ * (`stepMs` apart) is coalesced away. `extraConfig` is appended to the config file.
  */
-export async function startStack({ mcp = null } = {}) {
+export async function startStack({ mcp = null, extraConfig = '' } = {}) {
   const bin = toolpulseBin();
   const tmp = mkdtempSync(path.join(tmpdir(), 'toolpulse-node-'));
   const config = path.join(tmp, 'toolpulse.toml');
@@ -175,7 +175,7 @@ call_name = "demo_{tool}"
 min_interval_ms = 20
 `;
   }
-  writeFileSync(config, CONFIG + extra);
+  writeFileSync(config, CONFIG + extra + extraConfig);
   const gatewayAddr = await startProcess('gateway', python,
     ['-u', path.join(REPO, 'sdk-tests', 'gateway.py'), '--port', '0'], 'stdout',
     /listening on http:\/\/(\S+)/);

@@ -8,7 +8,7 @@ use std::fmt::Write;
 
 use toml::Value;
 
-use super::{RawConfig, bus, clients, mcp, telemetry};
+use super::{RawConfig, ag_ui, bus, clients, mcp, telemetry};
 use crate::core::profiles::Profile;
 
 /// One key of the config file.
@@ -36,6 +36,9 @@ pub enum Default {
 
 /// The sections that are arrays of tables (`[[tools]]`), with no entry by default.
 pub const ARRAY_SECTIONS: [&str; 2] = ["tools", "mcp.servers"];
+
+/// Sections whose presence turns their feature on: printed commented out.
+const SWITCH_SECTIONS: &[&str] = &["ag_ui"];
 
 fn int(n: impl TryInto<i64>) -> Default {
     Default::Value(Value::Integer(n.try_into().unwrap_or(i64::MAX)).to_string())
@@ -116,6 +119,8 @@ progress bind_window_ms how long an MCP call may wait for its stream to show the
 progress min_interval_ms at most one progress event per call per interval
 progress bus several replicas: Redis shared (TOOLPULSE_REDIS_URL wins); needs [mcp]
 progress bus_prefix every Redis key and channel starts with \"<prefix>:\" (this when unset)
+ag_ui path the AG-UI endpoint on the proxy listener (docs/ag-ui.md); setting the section runs it
+ag_ui model the model when a run's forwardedProps.model names none; unset: such a run is a 400
 telemetry otlp_endpoint OTLP/HTTP base URL, /v1/traces appended (or OTEL_EXPORTER_OTLP_ENDPOINT); unset: off
 telemetry service_name service.name (or OTEL_SERVICE_NAME; this when unset)
 telemetry sample_ratio share of new traces recorded (continued ones follow their parent)
@@ -218,6 +223,8 @@ fn value(raw: &RawConfig, section: &str, name: &str) -> Option<Default> {
         ("progress", "min_interval_ms") => int(progress.min_interval_ms),
         ("progress", "bus") => unset(text("redis://redis:6379/0")),
         ("progress", "bus_prefix") => unset(text(bus::DEFAULT_BUS_PREFIX)),
+        ("ag_ui", "path") => unset(text(ag_ui::DEFAULT_PATH)),
+        ("ag_ui", "model") => unset(text("gpt-4.1")),
         ("telemetry", "otlp_endpoint") => unset(text("http://127.0.0.1:4318")),
         ("telemetry", "service_name") => unset(text(telemetry::DEFAULT_SERVICE_NAME)),
         ("telemetry", "sample_ratio") => {
@@ -250,6 +257,8 @@ pub fn defaults_toml() -> String {
             section = key.section;
             let header = if ARRAY_SECTIONS.contains(&section) {
                 format!("# [[{section}]]  (none by default)")
+            } else if SWITCH_SECTIONS.contains(&section) {
+                format!("# [{section}]  (off without the section)")
             } else {
                 format!("[{section}]")
             };

@@ -87,6 +87,18 @@ impl Config {
                 },
             ),
         };
+        let _ = match &self.ag_ui {
+            None => writeln!(s, "ag-ui: off (no [ag_ui])"),
+            Some(ag_ui) => writeln!(
+                s,
+                "ag-ui: POST {} on the proxy listener, default model {}",
+                ag_ui.path,
+                ag_ui
+                    .model
+                    .as_deref()
+                    .unwrap_or("(none: forwardedProps.model required)")
+            ),
+        };
         let names = |list: &[Profile]| list.iter().map(|p| p.name()).collect::<Vec<_>>().join(", ");
         let (on, allowed) = (
             names(&self.events.profiles),

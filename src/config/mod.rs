@@ -16,6 +16,7 @@ use serde::Deserialize;
 use crate::core::lifecycle::{Classifier, FailureRules};
 use crate::core::sanitize::Sanitizer;
 pub use crate::core::settings::{Limits, ToolTemplates};
+pub use ag_ui::AgUiConfig;
 pub use bus::{BusConfig, REDIS_URL_ENV, RedisUrl};
 pub use clients::ClientLimits;
 pub use error::ConfigError;
@@ -34,6 +35,7 @@ pub use stream::{
 };
 pub use telemetry::TelemetryConfig;
 
+pub mod ag_ui;
 pub mod bus;
 pub mod clients;
 pub mod defaults;
@@ -70,6 +72,8 @@ pub struct Config {
     pub hosted: HostedConfig,
     /// `[clients]`: timeouts and caps of every client connection.
     pub clients: ClientLimits,
+    /// `[ag_ui]`: the AG-UI endpoint; `None` when the section is absent.
+    pub ag_ui: Option<AgUiConfig>,
 }
 
 /// Command-line values that win over the file's, at start and at every reload.
@@ -115,6 +119,7 @@ impl Default for Config {
             telemetry: TelemetryConfig::default(),
             hosted: HostedConfig::default(),
             clients: ClientLimits::default(),
+            ag_ui: None,
         }
     }
 }
@@ -137,6 +142,7 @@ struct RawConfig {
     telemetry: telemetry::RawTelemetry,
     hosted: hosted::RawHosted,
     clients: clients::RawClients,
+    ag_ui: Option<ag_ui::RawAgUi>,
 }
 
 impl Config {
@@ -179,6 +185,7 @@ impl Config {
         let telemetry = telemetry::telemetry(&raw.telemetry, env, &invalid)?;
         let hosted = hosted::hosted(&raw.hosted, env(HOSTED_KEY_ENV).as_deref(), &invalid)?;
         let clients = clients::clients(&raw.clients, &invalid)?;
+        let ag_ui = ag_ui::ag_ui(raw.ag_ui.as_ref(), &invalid)?;
         let (classifier, tool_templates) = stream::tools(&raw.tools, &invalid)?;
         let failure = stream::failure(&raw.failure, &invalid)?;
         let sanitizer = stream::sanitizer(&raw.sanitize, &invalid)?;
@@ -187,6 +194,7 @@ impl Config {
         let proxy = proxy::proxy(raw.proxy, &invalid)?;
         let admin = proxy::admin(&raw.admin, &invalid)?;
         Ok(Config {
+            ag_ui,
             clients,
             telemetry,
             hosted,

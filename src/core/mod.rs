@@ -8,8 +8,11 @@
 //! - [`ids`]: the ids of toolpulse's own items (companions, HMAC-signed hosted items);
 //! - [`sanitize`] and [`rules`]: repairs of malformed streams and the stream rules they keep;
 //! - [`profiles`]: the presentations, one small emitter per client contract;
-//! - [`rewrite`]: the [`rewrite::Rewriter`] that ties them together: `feed(chunk, now) -> Bytes`.
+//! - [`rewrite`]: the [`rewrite::Rewriter`] that ties them together: `feed(chunk, now) -> Bytes`;
+//! - [`ag_ui`]: an AG-UI run from a Responses stream: the request's translation and the
+//!   [`ag_ui::Translator`], a presentation of the same lifecycle that emits AG-UI events.
 
+pub mod ag_ui;
 pub mod dialect;
 pub mod ids;
 pub mod lifecycle;

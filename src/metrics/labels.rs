@@ -49,6 +49,8 @@ label_values! {
         Passthrough = "passthrough",
         /// A non-streaming response, presented (profile `hosted`).
         Presented = "presented",
+        /// An AG-UI run (`[ag_ui]`), translated from the gateway's stream or error.
+        AgUi = "ag_ui",
         /// toolpulse's own error (the upstream failed, or toolpulse is overloaded).
         ProxyError = "proxy_error",
         /// The request was refused before it was forwarded.

@@ -46,6 +46,7 @@ pub struct ProxyBody {
 enum Inner {
     Passthrough(UpstreamBody),
     Rewritten(Box<RewriteBody>),
+    AgUi(Box<super::ag_ui_body::AgUiBody>),
     Full(Option<Bytes>),
 }
 
@@ -81,6 +82,14 @@ impl ProxyBody {
         }
     }
 
+    /// An AG-UI run (it carries its own log).
+    pub fn ag_ui(body: super::ag_ui_body::AgUiBody) -> Self {
+        ProxyBody {
+            inner: Inner::AgUi(Box::new(body)),
+            log: None,
+        }
+    }
+
     pub fn with_log(mut self, log: RequestLog) -> Self {
         self.log = Some(log);
         self
@@ -96,6 +105,7 @@ impl Body for ProxyBody {
         let polled = match &mut this.inner {
             Inner::Passthrough(body) => Pin::new(body).poll_frame(cx),
             Inner::Rewritten(body) => return Pin::new(body.as_mut()).poll_frame(cx),
+            Inner::AgUi(body) => return Pin::new(body.as_mut()).poll_frame(cx),
             Inner::Full(bytes) => Poll::Ready(bytes.take().map(|b| Ok(Frame::data(b)))),
         };
         if let (Poll::Ready(Some(Ok(frame))), Some(log)) = (&polled, &mut this.log)
@@ -113,6 +123,7 @@ impl Body for ProxyBody {
         match &self.inner {
             Inner::Passthrough(body) => body.is_end_stream(),
             Inner::Rewritten(body) => body.is_end_stream(),
+            Inner::AgUi(body) => body.is_end_stream(),
             Inner::Full(bytes) => bytes.is_none(),
         }
     }
@@ -120,7 +131,7 @@ impl Body for ProxyBody {
     fn size_hint(&self) -> SizeHint {
         match &self.inner {
             Inner::Passthrough(body) => body.size_hint(),
-            Inner::Rewritten(_) => SizeHint::default(),
+            Inner::Rewritten(_) | Inner::AgUi(_) => SizeHint::default(),
             Inner::Full(bytes) => {
                 SizeHint::with_exact(bytes.as_ref().map_or(0, |b| b.len() as u64))
             }

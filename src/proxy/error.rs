@@ -63,6 +63,18 @@ pub fn invalid_request(code: &str, message: &str) -> Response<ProxyBody> {
     refused(StatusCode::BAD_REQUEST, code, message)
 }
 
+/// A 400 for a request body that is wrong in field `param`, OpenAI-style.
+pub fn invalid_param(code: &str, message: &str, param: &str) -> Response<ProxyBody> {
+    let body = json!({
+        "error": {"message": message, "type": "invalid_request_error", "param": param, "code": code}
+    });
+    let mut response = Response::new(ProxyBody::full(Bytes::from(body.to_string())));
+    *response.status_mut() = StatusCode::BAD_REQUEST;
+    let json = HeaderValue::from_static("application/json");
+    response.headers_mut().insert(header::CONTENT_TYPE, json);
+    response
+}
+
 /// A request toolpulse itself refuses with `status`, OpenAI-style; a 503 says when to retry.
 pub fn refused(status: StatusCode, code: &str, message: &str) -> Response<ProxyBody> {
     let body = json!({

@@ -7,6 +7,8 @@
 //! calls are closed. The config can be swapped at run time ([`Proxy::reload`]): each stream keeps
 //! the config it started with.
 
+pub mod ag_ui;
+pub mod ag_ui_body;
 pub mod body;
 pub mod body_refusal;
 pub mod error;
@@ -249,6 +251,10 @@ impl Proxy {
                 return (*response).map(|body| body.with_log(log));
             }
         };
+        if let Some(ag_ui) = config.ag_ui.as_ref().filter(|a| a.path == path) {
+            // Boxed, as the upstream request below: the run is not kept inside `handle`.
+            return Box::pin(self.ag_ui((head, body), peer, budget, ag_ui, log)).await;
+        }
         // An invalid `traceparent` is not carried on, not even into the span's parent.
         let trace = Traceparent::check(&mut head.headers);
         // Before anything can answer, so every request has its span; it also sets the

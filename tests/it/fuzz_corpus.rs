@@ -74,6 +74,19 @@ fn rewriter_corpus_and_regressions() {
 }
 
 #[test]
+fn ag_ui_over_the_rewriter_corpus() {
+    // The AG-UI target reads the rewriter's inputs: its corpus is the rewriter's.
+    let reports = replay("rewriter", checks::ag_ui);
+    let calling = reports.iter().filter(|r| r.tool_calls > 0).count();
+    assert!(
+        calling * 10 >= reports.len(),
+        "only {calling} of {} corpus inputs show a tool call",
+        reports.len()
+    );
+    eprintln!("{} inputs, {calling} with tool calls", reports.len());
+}
+
+#[test]
 fn h1_corpus_and_regressions() {
     let accepted = replay("h1", checks::h1);
     // The corpus must reach both sides: responses read, and responses refused.

@@ -16,6 +16,7 @@ mod checks;
 #[path = "../../fuzz/h1_request.rs"]
 mod h1_request;
 
+mod ag_ui;
 mod attacks;
 mod bus;
 mod cli;

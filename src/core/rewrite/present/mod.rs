@@ -1,7 +1,8 @@
 //! Presentations: how a stream shows the calls it carries, which decides what becomes of each
 //! upstream event (forwarded or dropped, and where the injected events go) and which items
-//! toolpulse adds to the response. One module per presentation; a new output protocol is one
-//! more variant of [`Presentation`] and its module.
+//! toolpulse adds to the response. One module per presentation. A presentation keeps the
+//! Responses dialect; an output protocol that replaces every event (AG-UI) is a translator of
+//! its own over the same parser and call tracker (`crate::core::ag_ui`).
 //!
 //! - `Plain`: the calls stay the gateway's items; lifecycle events go beside them (profile
 //!   `openai-inline`, the payload profiles, or no profile that adds items);
