@@ -2,7 +2,7 @@
 //! upstream event (forwarded or dropped, and where the injected events go) and which items
 //! toolpulse adds to the response. One module per presentation. A presentation keeps the
 //! Responses dialect; an output protocol that replaces every event (AG-UI) is a translator of
-//! its own over the same parser and call tracker (`crate::core::ag_ui`).
+//! its own over the same parser and call tracker (in the core's `ag_ui` folder).
 //!
 //! - `Plain`: the calls stay the gateway's items; lifecycle events go beside them (profile
 //!   `openai-inline`, the payload profiles, or no profile that adds items);
