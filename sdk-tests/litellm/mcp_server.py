@@ -8,7 +8,10 @@ official `mcp` SDK (the version LiteLLM's venv resolves; 2.3.0 in requirements.t
 - `fail_tool()` raises; the SDK answers an error result whose text is only
   `Error executing tool fail_tool`, which LiteLLM passes on as the call's output.
 Each tool first sleeps TOOL_MS (`--tool-ms`, or the environment variable MCP_TOOL_MS; default 0),
-so a test can see what reaches the client while a tool runs.
+so a test can see what reaches the client while a tool runs. `POST /_hold` makes the next call
+also wait, after its sleep, until `POST /_release` (at most HOLD_LIMIT_S): a test that releases
+the tool only once its client has seen the call in progress does not depend on how fast the
+machine is.
 
 Every call is recorded with its wall-clock start and end (`time.time()`): `GET /_calls` answers
 them as a JSON list, so a test can line the stream's events up with the tool's run.
@@ -46,10 +49,23 @@ def user_record(user_id: int) -> str:
                        "email": f"user{user_id}@example.test", "active": True})
 
 
+HOLD_LIMIT_S = 120
+
+
 def build(tool_seconds: float) -> MCPServer:
     server = MCPServer("toolpulse-litellm-demo", version="1.0.0", log_level="WARNING")
     calls: list[dict] = []
     lock = threading.Lock()
+    # The next call's hold, armed by /_hold, set by /_release.
+    hold: dict = {"next": None}
+
+    async def run(seconds: float) -> None:
+        await anyio.sleep(seconds)
+        with lock:
+            held, hold["next"] = hold["next"], None
+        if held is not None:
+            with anyio.move_on_after(HOLD_LIMIT_S):
+                await held.wait()
 
     def record(tool: str, arguments: dict) -> dict:
         call = {"tool": tool, "arguments": arguments, "started": time.time(), "ended": None}
@@ -62,7 +78,7 @@ def build(tool_seconds: float) -> MCPServer:
     async def lookup_user(id: int) -> str:  # noqa: A002  (the tool's argument is called `id`)
         call = record("lookup_user", {"id": id})
         try:
-            await anyio.sleep(tool_seconds)
+            await run(tool_seconds)
             return user_record(id)
         finally:
             call["ended"] = time.time()
@@ -71,10 +87,28 @@ def build(tool_seconds: float) -> MCPServer:
     async def fail_tool() -> str:
         call = record("fail_tool", {})
         try:
-            await anyio.sleep(tool_seconds)
+            await run(tool_seconds)
             raise RuntimeError("fail_tool always fails")
         finally:
             call["ended"] = time.time()
+
+    released: list = []
+
+    @server.custom_route("/_hold", methods=["POST"])
+    async def arm(_: Request) -> JSONResponse:
+        event = anyio.Event()
+        with lock:
+            hold["next"] = event
+            released[:] = [event]
+        return JSONResponse({"held": True})
+
+    @server.custom_route("/_release", methods=["POST"])
+    async def release(_: Request) -> JSONResponse:
+        with lock:
+            for event in released:
+                event.set()
+            released.clear()
+        return JSONResponse({"released": True})
 
     @server.custom_route("/_calls", methods=["GET"])
     async def recorded(_: Request) -> JSONResponse:

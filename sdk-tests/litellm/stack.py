@@ -151,6 +151,13 @@ def _http_get(url: str, headers: Optional[Dict[str, str]] = None, timeout: float
         return resp.status, resp.read()
 
 
+def _http_post(url: str, timeout: float = 5):
+    req = urllib.request.Request(url, data=b"", method="POST")
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    with opener.open(req, timeout=timeout) as resp:
+        return resp.status, resp.read()
+
+
 class LiteLLMStack:
     """Context manager: fake model + MCP server + LiteLLM on loopback (see the module doc).
 
@@ -308,6 +315,15 @@ class LiteLLMStack:
         """The MCP server's tool calls: tool, arguments, started, ended (time.time())."""
         root = self.mcp_url.rsplit("/mcp", 1)[0]
         return json.loads(_http_get(root + "/_calls")[1])
+
+    def hold_next_call(self) -> None:
+        """The MCP server's next tool call waits, once it has slept, for `release_call`."""
+        root = self.mcp_url.rsplit("/mcp", 1)[0]
+        _http_post(root + "/_hold")
+
+    def release_call(self) -> None:
+        root = self.mcp_url.rsplit("/mcp", 1)[0]
+        _http_post(root + "/_release")
 
     def model_requests(self) -> List[dict]:
         """The chat-completions bodies LiteLLM sent the fake model, in order."""
