@@ -10,7 +10,7 @@ use std::task::{Context, Poll};
 
 use bytes::Bytes;
 use http_body::{Body, Frame};
-use tokio::time::{Instant, Sleep};
+use tokio::time::Instant;
 
 use super::log::{RequestLog, StreamEnd};
 use crate::core::ag_ui::Translator;
@@ -20,6 +20,7 @@ use crate::metrics::UpstreamCause;
 use crate::net::drain::Watch;
 use crate::net::upstream::UpstreamBody;
 use crate::net::upstream::body::BoxError;
+use crate::proxy::wake::Wake;
 
 type Polled = Poll<Option<Result<Frame<Bytes>, BoxError>>>;
 
@@ -31,8 +32,7 @@ pub struct AgUiBody {
     queued: Option<Bytes>,
     drain: Watch,
     progress: Option<StreamHandle>,
-    heartbeat: Pin<Box<Sleep>>,
-    heartbeat_at: Option<Instant>,
+    heartbeat: Wake,
     end: StreamEnd,
     log: RequestLog,
 }
@@ -57,8 +57,7 @@ impl AgUiBody {
             queued: Some(first).filter(|b| !b.is_empty()),
             drain,
             progress,
-            heartbeat: Box::pin(tokio::time::sleep_until(Instant::now())),
-            heartbeat_at: None,
+            heartbeat: Wake::default(),
             log,
         }
     }
@@ -139,15 +138,10 @@ impl AgUiBody {
     /// The gateway is quiet: a heartbeat if one is due, else the timer armed for it.
     fn poll_heartbeat(&mut self, cx: &mut Context<'_>) -> Polled {
         loop {
-            let Some(at) = self.translator.next_heartbeat().map(Instant::from_std) else {
-                self.heartbeat_at = None;
-                return Poll::Pending;
-            };
-            if self.heartbeat_at != Some(at) {
-                self.heartbeat.as_mut().reset(at);
-                self.heartbeat_at = Some(at);
-            }
-            std::task::ready!(self.heartbeat.as_mut().poll(cx));
+            std::task::ready!(
+                self.heartbeat
+                    .poll_until(self.translator.next_heartbeat(), cx)
+            );
             let beat = self.translator.on_idle(Self::now());
             if !beat.is_empty() {
                 return self.send(beat);

@@ -9,14 +9,13 @@
 //! closes that upstream connection.
 
 use std::collections::VecDeque;
-use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, ready};
 
 use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
-use tokio::time::{Instant, Sleep};
+use tokio::time::Instant;
 
 use super::log::{RequestLog, StreamEnd};
 use crate::core::rewrite::{Observation, Rewriter};
@@ -28,6 +27,7 @@ use crate::metrics::{UpstreamCause, labels};
 use crate::net::drain::Watch;
 use crate::net::upstream::UpstreamBody;
 use crate::net::upstream::body::BoxError;
+use crate::proxy::wake::Wake;
 
 type Polled = Poll<Option<Result<Frame<Bytes>, BoxError>>>;
 
@@ -163,8 +163,7 @@ pub struct RewriteBody {
     upstream: UpstreamBody,
     rewriter: Rewriter,
     /// Armed at the rewriter's next heartbeat time while the upstream is quiet.
-    heartbeat: Pin<Box<Sleep>>,
-    heartbeat_at: Option<Instant>,
+    heartbeat: Wake,
     /// Completes when the proxy's drain timeout runs out.
     drain: Watch,
     /// Upstream frames read since the drain signal was last looked at.
@@ -195,8 +194,7 @@ impl RewriteBody {
         RewriteBody {
             upstream,
             rewriter,
-            heartbeat: Box::pin(tokio::time::sleep_until(Instant::now())),
-            heartbeat_at: None,
+            heartbeat: Wake::default(),
             drain,
             frames_unchecked: 0,
             trailers: None,
@@ -324,15 +322,7 @@ impl RewriteBody {
     /// the timer for it.
     fn poll_heartbeat(&mut self, cx: &mut Context<'_>) -> Polled {
         loop {
-            let Some(at) = self.rewriter.next_wake().map(Instant::from_std) else {
-                self.heartbeat_at = None;
-                return Poll::Pending;
-            };
-            if self.heartbeat_at != Some(at) {
-                self.heartbeat.as_mut().reset(at);
-                self.heartbeat_at = Some(at);
-            }
-            ready!(self.heartbeat.as_mut().poll(cx));
+            ready!(self.heartbeat.poll_until(self.rewriter.next_wake(), cx));
             let beat = self.rewriter.on_idle(Self::now());
             if !beat.is_empty() {
                 return self.send(beat);

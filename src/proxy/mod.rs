@@ -16,6 +16,7 @@ pub mod log;
 pub mod next_turn;
 pub mod path;
 pub mod request_body;
+pub mod wake;
 
 use std::future::Future;
 use std::net::SocketAddr;
