@@ -96,9 +96,7 @@ impl Outbound {
 
     /// [`Outbound::take`], appended to `pieces`.
     pub fn take_into(&mut self, now: Instant, pieces: &mut impl Extend<Bytes>) {
-        let mut any = false;
-        self.pieces.take_into(&mut Counted(pieces, &mut any));
-        if any {
+        if self.pieces.take_into(pieces) {
             self.last = Some(now);
         }
     }
@@ -106,15 +104,5 @@ impl Outbound {
     /// When output last went out.
     pub fn last(&self) -> Option<Instant> {
         self.last
-    }
-}
-
-/// Notes whether any piece went through.
-struct Counted<'a, E>(&'a mut E, &'a mut bool);
-
-impl<E: Extend<Bytes>> Extend<Bytes> for Counted<'_, E> {
-    fn extend<I: IntoIterator<Item = Bytes>>(&mut self, pieces: I) {
-        let any = &mut *self.1;
-        self.0.extend(pieces.into_iter().inspect(|_| *any = true));
     }
 }

@@ -82,14 +82,16 @@ impl Output {
         }
     }
 
-    /// The output so far, in order, appended to `pieces`; the list of segments keeps its
-    /// capacity, so a stream's steady state allocates no list per chunk.
-    pub fn take_into(&mut self, pieces: &mut impl Extend<Bytes>) {
+    /// The output so far, in order, appended to `pieces`; whether there was any. The list of
+    /// segments keeps its capacity, so a stream's steady state allocates no list per chunk.
+    pub fn take_into(&mut self, pieces: &mut impl Extend<Bytes>) -> bool {
         self.end_run();
         if !self.out.is_empty() {
             self.segments.push(self.out.split().freeze());
         }
+        let any = !self.segments.is_empty();
         pieces.extend(self.segments.drain(..));
+        any
     }
 }
 
