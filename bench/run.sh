@@ -598,6 +598,9 @@ scale() {
 # ---------------------------------------------------------------------------------------------
 # The run
 LOADAVG=$(cut -d' ' -f1-3 /proc/loadavg)
+# The tree measured, read now: at the end the results file being written would count as a change.
+GIT_HEAD=$(git rev-parse --short HEAD 2>/dev/null || echo "?")
+GIT_DIRTY=$([ -z "$(git status --porcelain 2>/dev/null)" ] || echo " (with uncommitted changes)")
 log "upstream :$UP_PORT, nginx :$NGX_PORT, toolpulse :${TP_PORT[toolpulse]} (admin :${ADMIN_PORT[toolpulse]}); pinning: $PIN"
 start_upstream
 start_nginx
@@ -685,14 +688,12 @@ TP_WORKERS_SHOWN=${TP_WORKERS:-$("${PIN_PROXY[@]}" nproc) (the CPUs available to
 # ---------------------------------------------------------------------------------------------
 # The report
 report() {
-  local dirty=""
-  [ -z "$(git status --porcelain 2>/dev/null)" ] || dirty=" (with uncommitted changes)"
   cat <<EOF
 # toolpulse end-to-end benchmark, $(date '+%Y-%m-%d %H:%M %Z')
 
 - command: \`$([ "$QUICK" = 1 ] && echo "QUICK=1 ")$([ "$OTLP" = 1 ] && echo "OTLP=1 ")$([ "$COMPANION" = 1 ] && echo "COMPANION=1 ")$([ "$BUS" = 1 ] && echo "BUS=1 ")$([ "$BUS_ROUNDS" != 1 ] && echo "BUS_ROUNDS=$BUS_ROUNDS ")bash bench/run.sh\`$([ "$PHASES" != "flood paced tools ag_ui rss" ] && echo " (PHASES=\"$PHASES\")")
-- machine: $CPUS CPUs ($(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)), $(awk '/^MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo), Linux $(uname -r); load average at start: $LOADAVG
-- toolpulse $(git rev-parse --short HEAD 2>/dev/null || echo "?")$dirty, one process, RUST_LOG=$TP_LOG, tokio worker threads: $TP_WORKERS_SHOWN; $TP_THREADS threads in all at the end
+- machine: $CPUS CPUs ($(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)), $(awk '/^MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo), Linux $(uname -r); load average at start: $LOADAVG, at the end: $(cut -d' ' -f1-3 /proc/loadavg)
+- toolpulse $GIT_HEAD$GIT_DIRTY, one process, RUST_LOG=$TP_LOG, tokio worker threads: $TP_WORKERS_SHOWN; $TP_THREADS threads in all at the end
 - nginx $("$NGINX" -v 2>&1 | sed 's|.*/||'), one worker, proxy_buffering off, keep-alive HTTP/1.1 upstream, access_log off
 - pinning: $([ "$PIN" = 1 ] && echo "proxy on CPU $PROXY_CPU, upstream + client on CPU $LOAD_CPU (every target alike)" || echo "none")
 - phases (concurrency × streams × text deltas; pace; tool round every N deltas, tool time):
