@@ -5,7 +5,7 @@
 #
 #   bash bench/run.sh              # the default run: about 3 minutes of measuring after the build
 #   QUICK=1 bash bench/run.sh      # a smoke run: under a minute
-#   PHASES=scale bash bench/run.sh # 10,000 streams at once over HTTP/2: about 4 minutes
+#   PHASES=scale bash bench/run.sh # 10,000 streams at once over HTTP/2: about 3 minutes
 #
 # Options (environment variables):
 #   QUICK=1         small phases (a smoke check of the whole pipeline)
