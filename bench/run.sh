@@ -5,6 +5,7 @@
 #
 #   bash bench/run.sh              # the default run: about 3 minutes of measuring after the build
 #   QUICK=1 bash bench/run.sh      # a smoke run: under a minute
+#   PHASES=scale bash bench/run.sh # 10,000 streams at once over HTTP/2: about 3 minutes
 #
 # Options (environment variables):
 #   QUICK=1         small phases (a smoke check of the whole pipeline)
@@ -12,7 +13,13 @@
 #                   runs the tools phase's streams through toolpulse's AG-UI endpoint
 #                   ([ag_ui], target "toolpulse-ag-ui": the same process, POST /ag-ui, the run's
 #                   AG-UI events read, no latency: they carry no stamps) right after the plain
-#                   proxy (/v1/responses), so the two compare in CPU per upstream event
+#                   proxy (/v1/responses), so the two compare in CPU per upstream event;
+#                   phase scale (never in the default: PHASES=scale) opens 10,000 streams at once
+#                   (QUICK: 1,000) over 100 HTTP/2 connections (h2c, prior knowledge; QUICK: 10)
+#                   to each target, a fresh process each (the upstream too), paced one event a
+#                   second, tool rounds in one stream of ten, and records memory per open
+#                   stream, CPU per event and added latency; it raises `ulimit -n` to the hard
+#                   limit and stops if that is below what it needs (streams + 300)
 #   PIN=0|1         1 (default with >= 2 CPUs): the proxy under test runs on CPU $PROXY_CPU, the
 #                   upstream and the client on CPU $LOAD_CPU, the same for every target
 #   PROXY_CPU=1 LOAD_CPU=0
@@ -72,13 +79,18 @@ if [ "$QUICK" = 1 ]; then
   TOOLS=(200 200 100 20000 50 100000 1000)
   RSS=(1000 1000 12 300000 10 1000000 2000)
   VERIFY=(4 8 400 0 50 0 0)
+  SCALE=(1000 10 20 250000 10 500000 2000 10)
 else
   FLOOD=(64 1024 4000 0 0 0 0)
   PACED=(200 600 250 20000 0 0 1000)
   TOOLS=(200 600 250 20000 50 100000 1000)
   RSS=(1000 1000 30 300000 10 1000000 2000)
   VERIFY=(4 16 1000 0 50 0 0)
+  SCALE=(10000 100 30 1000000 10 1000000 10000 10)
 fi
+# Phase scale: streams (all open at once), HTTP/2 connections they share, text deltas per
+# stream, pace (µs), a tool round every N deltas in one stream of K (the last field), tool run
+# time (µs), ramp over which the streams open (ms), K.
 
 if [ "$PIN" = 1 ]; then
   PIN_PROXY=(taskset -c "$PROXY_CPU")
@@ -122,8 +134,20 @@ if [ -z "$NGINX" ]; then
   NGINX=$(command -v nginx || echo /usr/sbin/nginx)
 fi
 
-ulimit -n 16384 2>/dev/null || ulimit -n "$(ulimit -Hn)" || true
-[ "$(ulimit -n)" -ge 4500 ] || log "warning: ulimit -n is $(ulimit -n); the 1,000-stream phase needs ~4,500"
+if [[ " $PHASES " == *" scale "* ]]; then
+  # Phase scale: the proxy holds a socket per stream to the upstream (HTTP/1.1) and the upstream
+  # one per stream too, so every process may need streams + a few hundred descriptors.
+  SCALE_FDS=$((SCALE[0] + 300))
+  HARD_FDS=$(ulimit -Hn)
+  [ "$HARD_FDS" = unlimited ] && HARD_FDS=$(cat /proc/sys/fs/nr_open)
+  ulimit -n "$HARD_FDS" 2>/dev/null || true
+  log "phase scale: ulimit -n raised to $(ulimit -n) (the hard limit: $(ulimit -Hn))"
+  [ "$(ulimit -n)" -ge "$SCALE_FDS" ] ||
+    die "phase scale needs ulimit -n >= $SCALE_FDS (${SCALE[0]} streams + 300) in every process, but the hard limit is $(ulimit -Hn): raise it (e.g. docker --ulimit nofile=$SCALE_FDS, or limits.conf) or run QUICK=1"
+else
+  ulimit -n 16384 2>/dev/null || ulimit -n "$(ulimit -Hn)" || true
+  [ "$(ulimit -n)" -ge 4500 ] || log "warning: ulimit -n is $(ulimit -n); the 1,000-stream phase needs ~4,500"
+fi
 
 # ---------------------------------------------------------------------------------------------
 # Processes, cleanup
@@ -154,6 +178,7 @@ trap 'exit 130' INT TERM
 
 pick_port UP_PORT
 pick_port NGX_PORT
+pick_port NGX_H2_PORT # phase scale's nginx only
 for name in "${TP_TARGETS[@]}"; do
   pick_port port && TP_PORT[$name]=$port
   pick_port port && ADMIN_PORT[$name]=$port
@@ -173,7 +198,13 @@ start_upstream() {
 }
 
 mkdir -p "$TMP/nginx"
-cat >"$TMP/nginx/nginx.conf" <<EOF
+# nginx_conf WORKER_CONNECTIONS RLIMIT_NOFILE [H2_LISTEN]: nginx's config. The default phases
+# run it with 8192 connections and no HTTP/2; phase scale with room for its 10,000 upstream
+# connections and a second listener, h2c with prior knowledge (nginx 1.22: `listen … http2` on a
+# plain listener). worker_connections is allocated and touched at start (~0.4 KiB each: 8192
+# more make 3.4 MiB more RSS), so only the scale phase's nginx has the larger one.
+nginx_conf() {
+  cat <<EOF
 # One worker, no buffering, keep-alive HTTP/1.1 to the upstream: nginx as a plain streaming
 # pass-through, the baseline toolpulse is compared with.
 daemon off;
@@ -182,9 +213,9 @@ worker_processes 1;
 user root;
 pid $TMP/nginx/nginx.pid;
 error_log $TMP/nginx/error.log warn;
-worker_rlimit_nofile 16384;
+worker_rlimit_nofile $2;
 events {
-    worker_connections 8192;
+    worker_connections $1;
 }
 http {
     access_log off;
@@ -200,7 +231,9 @@ http {
         keepalive_requests 1000000;
     }
     server {
-        listen 127.0.0.1:$NGX_PORT backlog=4096;
+        listen 127.0.0.1:$NGX_PORT backlog=4096;${3:+
+        listen $3 http2 backlog=4096;
+        http2_max_concurrent_streams 128;}
         location / {
             proxy_pass http://gateway;
             proxy_http_version 1.1;
@@ -211,9 +244,12 @@ http {
     }
 }
 EOF
+}
+nginx_conf 8192 16384 >"$TMP/nginx/nginx.conf"
 
+# start_nginx [CONFIG]: nginx with $TMP/nginx/nginx.conf (or CONFIG).
 start_nginx() {
-  "${PIN_PROXY[@]}" "$NGINX" -p "$TMP/nginx" -c "$TMP/nginx/nginx.conf" -e "$TMP/nginx/error.log" \
+  "${PIN_PROXY[@]}" "$NGINX" -p "$TMP/nginx" -c "${1:-$TMP/nginx/nginx.conf}" -e "$TMP/nginx/error.log" \
     >"$TMP/nginx.log" 2>&1 &
   NGX_PID=$!
   wait_port "$NGX_PORT" "$NGX_PID" nginx
@@ -252,12 +288,16 @@ target_toml() {
   esac
 }
 
-# start_toolpulse [NAME]: the toolpulse target NAME (default toolpulse) with $TMP/NAME.toml.
+# start_toolpulse [NAME [CONFIG]]: the toolpulse target NAME (default toolpulse) with
+# $TMP/NAME.toml (or CONFIG).
 start_toolpulse() {
-  local name=${1:-toolpulse} env=(RUST_LOG="$TP_LOG")
-  [ "$name" = toolpulse ] || { cat "$TMP/toolpulse.toml" && target_toml "$name"; } >"$TMP/$name.toml"
+  local name=${1:-toolpulse} config=${2:-} env=(RUST_LOG="$TP_LOG")
+  if [ -z "$config" ]; then
+    config=$TMP/$name.toml
+    [ "$name" = toolpulse ] || { cat "$TMP/toolpulse.toml" && target_toml "$name"; } >"$config"
+  fi
   [ -n "${TP_WORKERS:-}" ] && env+=(TOKIO_WORKER_THREADS="$TP_WORKERS")
-  "${PIN_PROXY[@]}" env "${env[@]}" "$TOOLPULSE" --config "$TMP/$name.toml" \
+  "${PIN_PROXY[@]}" env "${env[@]}" "$TOOLPULSE" --config "$config" \
     --upstream "http://127.0.0.1:$UP_PORT" --listen "127.0.0.1:${TP_PORT[$name]}" \
     --admin-listen "127.0.0.1:${ADMIN_PORT[$name]}" >"$TMP/$name.log" 2>&1 &
   TP_PID[$name]=$!
@@ -434,9 +474,133 @@ rss_phase() {
   log "  rss $target: base $base KiB, peak $peak KiB, VmHWM $hwm KiB, streams_active mid-run: $active"
 }
 
+# Phase scale: SCALE[0] streams open at once over SCALE[1] HTTP/2 connections (h2c with prior
+# knowledge), one target at a time, each with a fresh upstream and a fresh proxy. Over
+# HTTP/1.1 a proxy would hold 10,000 client sockets and 10,000 upstream ones, more than the
+# 20,000 descriptors a process may have here; over HTTP/2 it holds SCALE[1] client sockets.
+SCALE_ROWS=$TMP/scale.tsv
+: >"$SCALE_ROWS"
+# What phase scale's toolpulse adds to the benchmark's config (quoted in the report): the limits
+# the phase depends on, at their defaults (src/config/proxy.rs, src/config/clients.rs): its
+# SCALE[1] client connections are far below max_connections, and each carries as many streams as
+# max_streams_per_connection allows.
+SCALE_TOML='[proxy]
+max_connections = 4096
+[clients]
+max_streams_per_connection = 100'
+
+# scale_shape: the phase in words.
+scale_shape() {
+  echo "${SCALE[0]} streams at once over ${SCALE[1]} HTTP/2 connections, opened over $((SCALE[6] / 1000)) s;" \
+    "${SCALE[2]} text deltas, one event every $((SCALE[3] / 1000)) ms; a tool round every ${SCALE[4]}" \
+    "deltas in one stream of ${SCALE[7]} (tools run $((SCALE[5] / 1000)) ms); up to $(scale_longest_s) s a stream"
+}
+
+# scale_longest_s: how long the longest stream of the phase lasts (s, rounded up): a stream
+# with tool rounds, every event paced, and the tools' run time.
+scale_longest_s() {
+  local rounds=0 events
+  [ "${SCALE[4]}" -gt 0 ] && rounds=$(((SCALE[2] - 1) / SCALE[4]))
+  events=$((2 + SCALE[2] + rounds * 8))
+  echo $(((events * SCALE[3] + rounds * SCALE[5]) / 1000000 + 1))
+}
+
+# scale_phase TARGET: the phase through TARGET (direct, nginx, toolpulse), RSS sampled every
+# 0.25 s and, every second, the sockets open to the upstream (ss) and toolpulse's
+# toolpulse_streams_active; then a few streams verified over HTTP/2 on the same processes.
+scale_phase() {
+  local target=$1 url pids=() base=- peak=- hwm=- rss client i n active=- socks=0 limit
+  local json=$TMP/scale-$target.json c0 c1 u0 u1 t0 t1 longest
+  longest=$(scale_longest_s)
+  limit=$((SCALE[6] / 1000 + longest + 60))
+  stop "$UP_PID" && start_upstream
+  case $target in
+    direct) url="http://127.0.0.1:$UP_PORT/v1/responses" ;;
+    nginx)
+      stop "$NGX_PID" && start_nginx "$TMP/nginx/nginx-scale.conf"
+      wait_port "$NGX_H2_PORT" "$NGX_PID" nginx
+      url="http://127.0.0.1:$NGX_H2_PORT/v1/responses"
+      ;;
+    toolpulse)
+      stop "${TP_PID[toolpulse]}" && start_toolpulse toolpulse "$TMP/toolpulse-scale.toml"
+      url=$(target_url toolpulse)
+      ;;
+  esac
+  sleep 0.5
+  mapfile -t pids < <(target_pids "$target")
+  if [ "${#pids[@]}" -gt 0 ]; then
+    base=$(status_kib VmRSS "${pids[@]}") peak=$base
+    reset_hwm "${pids[@]}"
+  fi
+  c0=$(ticks "${pids[@]}") u0=$(ticks "$UP_PID") t0=$(date +%s%N)
+  "${PIN_LOAD[@]}" timeout "$limit" "$CLIENT" --url "$url" --http2-connections "${SCALE[1]}" \
+    --concurrency "${SCALE[0]}" --streams "${SCALE[0]}" --events "${SCALE[2]}" \
+    --pace-us "${SCALE[3]}" --tool-every "${SCALE[4]}" --tool-stream-every "${SCALE[7]}" \
+    --tool-delay-us "${SCALE[5]}" --ramp-ms "${SCALE[6]}" --stream-timeout-s "$((longest + 60))" \
+    >"$json" 2>"$TMP/scale-$target.err" &
+  client=$!
+  for i in $(seq $((limit * 4))); do
+    kill -0 "$client" 2>/dev/null || break
+    if [ "${#pids[@]}" -gt 0 ]; then
+      rss=$(status_kib VmRSS "${pids[@]}")
+      [ "$rss" -gt "$peak" ] && peak=$rss
+    fi
+    if ((i % 4 == 0)); then
+      n=$("${PIN_LOAD[@]}" ss -Htn state established "( dport = :$UP_PORT )" 2>/dev/null | wc -l)
+      [ "$n" -gt "$socks" ] && socks=$n
+      if [ "$target" = toolpulse ]; then
+        n=$(tp_metric toolpulse toolpulse_streams_active)
+        [ "$n" != - ] && { [ "$active" = - ] || [ "$n" -gt "$active" ]; } && active=$n
+      fi
+    fi
+    sleep 0.25
+  done
+  wait "$client" || {
+    FAILURES=$((FAILURES + 1))
+    log "  scale $target: client failed: $(jstr first_error "$json") $(tail -n 3 "$TMP/scale-$target.err")"
+  }
+  t1=$(date +%s%N) c1=$(ticks "${pids[@]}") u1=$(ticks "$UP_PID")
+  [ "${#pids[@]}" -gt 0 ] && hwm=$(status_kib VmHWM "${pids[@]}")
+  # The bytes through this target over HTTP/2, checked whole (after the measuring: a fresh
+  # process's base RSS is measured before any stream).
+  run_client "scale-verify-$target" --url "$url" --http2-connections 2 --verify \
+    --tool-stream-every 2 $(client_args "${VERIFY[@]}")
+  printf '%s\t' "$target" "$base" "$peak" "$hwm" "$(jnum streams_ok "$json")" \
+    "$(jnum streams_failed "$json")" "$(jnum max_open "$json")" "$(jnum all_open_s "$json")" \
+    "$active" "$socks" "$(jnum upstream_events "$json")" "$(jnum events_per_s "$json")" \
+    "$(jnum latency_p50_us "$json")" "$(jnum latency_p99_us "$json")" \
+    "$(jnum latency_p999_us "$json")" "$(jnum client_cpu_s "$json")" "$((c1 - c0))" \
+    "$((u1 - u0))" "$((t1 - t0))" "$(jnum http2_connects "$json")" "$(jnum tool_streams "$json")" \
+    "$(jnum verified "$TMP/scale-verify-$target.json")" >>"$SCALE_ROWS"
+  echo >>"$SCALE_ROWS"
+  log "  scale $target: $(jnum streams_ok "$json") ok, $(jnum streams_failed "$json") failed, $(jnum max_open "$json") open at once (all for $(jnum all_open_s "$json") s), upstream sockets $socks, streams_active $active; RSS base $base KiB, peak $peak KiB; proxy CPU $((c1 - c0)) ticks; p50 $(jnum latency_p50_us "$json") µs, p99 $(jnum latency_p99_us "$json") µs; $(jnum verified "$TMP/scale-verify-$target.json") verified over HTTP/2"
+  if [ "$target" = toolpulse ]; then
+    cp "$TMP/toolpulse.log" "$TMP/scale-toolpulse.log"
+    n=$(grep -c -E 'WARN|ERROR' "$TMP/scale-toolpulse.log" || true)
+    [ "$n" = 0 ] || log "  scale toolpulse: $n warnings/errors in its log, the first: $(grep -m 3 -E 'WARN|ERROR' "$TMP/scale-toolpulse.log")"
+  fi
+}
+
+# scale: the phase through the three targets, then the usual processes back.
+scale() {
+  nginx_conf "$((SCALE[0] + 1024 > 8192 ? SCALE[0] + 1024 : 8192))" 16384 "127.0.0.1:$NGX_H2_PORT" \
+    >"$TMP/nginx/nginx-scale.conf"
+  { cat "$TMP/toolpulse.toml" && printf '\n# Phase scale.\n%s\n' "$SCALE_TOML"; } >"$TMP/toolpulse-scale.toml"
+  log "phase scale: $(scale_shape)"
+  for target in direct nginx toolpulse; do
+    scale_phase "$target"
+  done
+  stop "$UP_PID" && start_upstream
+  stop "$NGX_PID" && start_nginx
+  stop "${TP_PID[toolpulse]}" && start_toolpulse toolpulse
+}
+
 # ---------------------------------------------------------------------------------------------
 # The run
 LOADAVG=$(cut -d' ' -f1-3 /proc/loadavg)
+# The tree measured, read now: at the end the results file being written would count as a change.
+GIT_HEAD=$(git rev-parse --short HEAD 2>/dev/null || echo "?")
+GIT_DIRTY=$([ -z "$(git status --porcelain 2>/dev/null)" ] || echo " (with uncommitted changes)")
 log "upstream :$UP_PORT, nginx :$NGX_PORT, toolpulse :${TP_PORT[toolpulse]} (admin :${ADMIN_PORT[toolpulse]}); pinning: $PIN"
 start_upstream
 start_nginx
@@ -472,6 +636,10 @@ for phase in $PHASES; do
       log "phase rss: ${RSS[0]} streams at once, one event every $((RSS[3] / 1000)) ms"
       rss_phase nginx
       rss_phase toolpulse
+      continue
+      ;;
+    scale)
+      scale
       continue
       ;;
     *) die "unknown phase $phase" ;;
@@ -520,14 +688,12 @@ TP_WORKERS_SHOWN=${TP_WORKERS:-$("${PIN_PROXY[@]}" nproc) (the CPUs available to
 # ---------------------------------------------------------------------------------------------
 # The report
 report() {
-  local dirty=""
-  [ -z "$(git status --porcelain 2>/dev/null)" ] || dirty=" (with uncommitted changes)"
   cat <<EOF
 # toolpulse end-to-end benchmark, $(date '+%Y-%m-%d %H:%M %Z')
 
 - command: \`$([ "$QUICK" = 1 ] && echo "QUICK=1 ")$([ "$OTLP" = 1 ] && echo "OTLP=1 ")$([ "$COMPANION" = 1 ] && echo "COMPANION=1 ")$([ "$BUS" = 1 ] && echo "BUS=1 ")$([ "$BUS_ROUNDS" != 1 ] && echo "BUS_ROUNDS=$BUS_ROUNDS ")bash bench/run.sh\`$([ "$PHASES" != "flood paced tools ag_ui rss" ] && echo " (PHASES=\"$PHASES\")")
-- machine: $CPUS CPUs ($(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)), $(awk '/^MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo), Linux $(uname -r); load average at start: $LOADAVG
-- toolpulse $(git rev-parse --short HEAD 2>/dev/null || echo "?")$dirty, one process, RUST_LOG=$TP_LOG, tokio worker threads: $TP_WORKERS_SHOWN; $TP_THREADS threads in all at the end
+- machine: $CPUS CPUs ($(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)), $(awk '/^MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo), Linux $(uname -r); load average at start: $LOADAVG, at the end: $(cut -d' ' -f1-3 /proc/loadavg)
+- toolpulse $GIT_HEAD$GIT_DIRTY, one process, RUST_LOG=$TP_LOG, tokio worker threads: $TP_WORKERS_SHOWN; $TP_THREADS threads in all at the end
 - nginx $("$NGINX" -v 2>&1 | sed 's|.*/||'), one worker, proxy_buffering off, keep-alive HTTP/1.1 upstream, access_log off
 - pinning: $([ "$PIN" = 1 ] && echo "proxy on CPU $PROXY_CPU, upstream + client on CPU $LOAD_CPU (every target alike)" || echo "none")
 - phases (concurrency × streams × text deltas; pace; tool round every N deltas, tool time):
@@ -539,6 +705,9 @@ Latency: from the upstream's CLOCK_MONOTONIC stamp on the event to its arrival a
 (its whole process tree) over the phase divided by the upstream events. CPU %: of one core over
 the phase, for the proxy and for upstream + client together (the load generator). Peak RSS:
 VmHWM of the proxy's processes, reset at the start of the phase$HWM_NOTE.
+EOF
+  # No table when no phase filled it (PHASES=rss, PHASES=scale).
+  [ ! -s "$ROWS" ] || cat <<EOF
 
 | phase | target | streams ok/failed | events/s | p50 µs | p99 µs | p99.9 µs | added p50 | added p99 | CPU µs/event | proxy CPU % | load-gen CPU % | peak RSS MiB |
 |---|---|---|---|---|---|---|---|---|---|---|---|---|
@@ -673,6 +842,73 @@ EOF
     awk -F'\t' -v n="${RSS[0]}" '{
       printf "| %s | %.1f | %.1f | %.1f | %.1f | %s/%s | %s |\n", $1, $2 / 1024, $3 / 1024, $4 / 1024,
         ($3 - $2) / n, $5, $6, $7 }' "$RSS_ROWS"
+  fi
+  if [ -s "$SCALE_ROWS" ]; then
+    cat <<EOF
+
+Phase scale: $(scale_shape). Client to target over HTTP/2 (h2c with prior knowledge), ${SCALE[1]}
+connections; nginx and toolpulse to the upstream over HTTP/1.1, a connection per stream; direct:
+HTTP/2 to the upstream. Each target with a fresh upstream and a fresh proxy; ulimit -n $(ulimit -n).
+nginx: as in the other phases plus \`listen … http2\` on a second port, http2_max_concurrent_streams 128,
+worker_connections $((SCALE[0] + 1024 > 8192 ? SCALE[0] + 1024 : 8192)), worker_rlimit_nofile 16384. toolpulse: the benchmark's config plus
+\`$(printf '%s' "$SCALE_TOML" | tr '\n' ' ' | sed 's/ \[/; [/g')\` (its defaults, stated).
+
+Open at once: the most streams the client had open together (response head received, body not
+ended), and for how long all ${SCALE[0]} were; streams_active and upstream sockets: the most of
+toolpulse's \`toolpulse_streams_active\` and of the sockets established to the upstream's port
+(\`ss\`; direct: the client's), sampled every second. Memory per open stream: (peak RSS − base
+RSS) / open at once; base is the fresh process before its first stream, peak is sampled every
+0.25 s (the proxy's whole process tree).
+
+| target | streams ok/failed | open at once | all open for s | streams_active | upstream sockets | RSS base MiB | peak RSS MiB (sampled) | VmHWM MiB | KiB per open stream |
+|---|---|---|---|---|---|---|---|---|---|
+EOF
+    awk -F'\t' '
+      function mib(k) { return k == "-" ? "-" : sprintf("%.1f", k / 1024) }
+      {
+        per = ($2 == "-" || $7 <= 0) ? "-" : sprintf("%.1f", ($3 - $2) / $7)
+        printf "| %s | %s/%s | %s | %s | %s | %s | %s | %s | %s | %s |\n", $1, $5, $6, $7, $8, $9, $10,
+          mib($2), mib($3), mib($4), per
+      }' "$SCALE_ROWS"
+    cat <<EOF
+
+Latency as above (added: minus direct's, in this phase); CPU µs/event: the proxy's utime+stime
+over the client's run divided by the upstream events; load-gen CPU %: upstream + client, of one
+core; verified: streams checked whole over HTTP/2 after the run (\`--verify\`, ${VERIFY[1]} streams, half
+with tool rounds).
+
+| target | events/s | p50 µs | p99 µs | p99.9 µs | added p50 | added p99 | CPU µs/event | proxy CPU % | load-gen CPU % | HTTP/2 connections made | tool streams | verified |
+|---|---|---|---|---|---|---|---|---|---|---|---|---|
+EOF
+    awk -F'\t' -v tck="$CLK_TCK" -v n="${SCALE[0]}" '
+      function f(x, d) { return x == "" ? "-" : sprintf("%." d "f", x) }
+      function ratio(a, b) { return b > 0 ? sprintf("%.2f", a / b) : "-" }
+      {
+        wall = $19 / 1e9
+        if ($1 == "direct") { d50 = $13; d99 = $14 }
+        a50 = $1 == "direct" ? "" : $13 - d50
+        a99 = $1 == "direct" ? "" : $14 - d99
+        cpu = $1 == "direct" ? "" : $17 / tck * 1e6 / ($11 > 0 ? $11 : 1)
+        pcpu = $1 == "direct" ? "" : $17 / tck / wall * 100
+        lcpu = ($16 + $18 / tck) / wall * 100
+        printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", $1, f($12, 0), f($13, 0),
+          f($14, 0), f($15, 0), f(a50, 0), f(a99, 0), f(cpu, 2), f(pcpu, 0), f(lcpu, 0), $20, $21, $22
+        mem[$1] = ($2 == "-" || $7 <= 0) ? "" : ($3 - $2) / $7
+        c[$1] = cpu; p50[$1] = a50; p99[$1] = a99
+        if ($7 < n) short = short sprintf(" %s (%s)", $1, $7)
+        if ($6 > 0 || $5 < n) failed = failed sprintf(" %s (%s ok, %s failed)", $1, $5, $6)
+      }
+      END {
+        if ("nginx" in c && "toolpulse" in c) {
+          printf "\ntoolpulse / nginx: memory per open stream %s×, CPU µs/event %s×, added p50 %+.0f µs, added p99 %+.0f µs.\n",
+            ratio(mem["toolpulse"], mem["nginx"]), ratio(c["toolpulse"], c["nginx"]),
+            p50["toolpulse"] - p50["nginx"], p99["toolpulse"] - p99["nginx"]
+        }
+        if ("toolpulse" in mem && mem["toolpulse"] != "")
+          printf "Memory per open stream, toolpulse: %.1f KiB (issue 40: ≤ 12 KiB).\n", mem["toolpulse"]
+        if (short != "") printf "**Not all %d streams were open at once:%s.**\n", n, short
+        if (failed != "") printf "**Streams failed or missing:%s.**\n", failed
+      }' "$SCALE_ROWS"
   fi
   echo
   echo "Targets: proxy CPU per event ≤ nginx's in paced, ≤ 1.2× in tools, ≤ 1.5× in flood;"

@@ -1,7 +1,11 @@
 //! The load client of the benchmark (`bench/run.sh`): `--concurrency` lanes, each one HTTP/1.1
 //! keep-alive connection running streams one after another until `--streams` have been started
 //! (or `--duration-s` is over). The stream parameters go to `bench_upstream` in the query string,
-//! through whatever proxy `--url` points at.
+//! through whatever proxy `--url` points at. `--http2-connections N`: the lanes share N HTTP/2
+//! connections instead (h2c with prior knowledge, lane i on connection i % N), so that 10,000
+//! streams take 100 client sockets rather than 10,000 (phase `scale`); a stream that fails ends
+//! that stream only (a connection that closes is made again by the next lane that needs it).
+//! `--tool-stream-every K`: only stream k with k % K == 0 gets the tool rounds of `--tool-every`.
 //!
 //! For every received event it checks that `sequence_number`s are dense from 0 (injected events
 //! are numbered too) and records the latency from the upstream's `t_ns` stamp to the arrival of
@@ -23,6 +27,9 @@
 //!     --concurrency 200 --streams 400 --events 250 --pace-us 20000
 //! cargo run --release --example bench_client -- --url … --concurrency 1 --duration-s 3600 \
 //!     --events 200 --tool-every 50 --progress 1000        # a soak: sequential, with progress
+//! cargo run --release --example bench_client -- --url … --concurrency 10000 --streams 10000 \
+//!     --http2-connections 100 --events 30 --pace-us 1000000 --tool-every 10 \
+//!     --tool-stream-every 10 --ramp-ms 10000               # 10,000 at once over HTTP/2
 //! ```
 
 #[path = "bench_common/mod.rs"]
@@ -38,8 +45,10 @@ use clap::Parser;
 use hdrhistogram::Histogram;
 use http::{Request, StatusCode, Uri, header};
 use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
 use hyper::client::conn::http1::{self, SendRequest};
-use hyper_util::rt::TokioIo;
+use hyper::client::conn::http2;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use memchr::memmem::{Finder, FinderRev};
 use serde_json::json;
 use tokio::net::TcpStream;
@@ -51,6 +60,11 @@ const REQUEST_BODY: &[u8] = br#"{"model":"bench","stream":true,"input":"go"}"#;
 const RUN_BODY: &[u8] = br#"{"threadId":"bench","runId":"run","state":{},"messages":[{"id":"u","role":"user","content":"go"}],"tools":[],"context":[],"forwardedProps":{"model":"bench"}}"#;
 /// Latencies above this (ns) are recorded as this.
 const MAX_LATENCY_NS: u64 = 600_000_000_000;
+/// HTTP/2 receive windows (`--http2-connections`): far more than a paced stream ever has in
+/// flight, so flow control never holds an event back (the body is read as it arrives, which
+/// hands the window back at once).
+const H2_STREAM_WINDOW: u32 = 4 << 20;
+const H2_CONNECTION_WINDOW: u32 = 64 << 20;
 
 #[derive(Parser)]
 #[command(about = "Load client for the toolpulse benchmark")]
@@ -76,6 +90,10 @@ struct Args {
     /// A tool round before every N-th text delta (0 = none).
     #[arg(long, default_value_t = 0)]
     tool_every: u64,
+    /// Only every K-th stream (index k % K == 0) has the tool rounds of --tool-every; the
+    /// others none. 1 = all of them, 10 = one stream in ten.
+    #[arg(long, default_value_t = 1)]
+    tool_stream_every: u64,
     /// How long each tool "runs" at the upstream, µs.
     #[arg(long, default_value_t = 0)]
     tool_delay_us: u64,
@@ -103,6 +121,10 @@ struct Args {
     /// Runtime worker threads; 1 runs a current-thread runtime.
     #[arg(long, default_value_t = 1)]
     threads: usize,
+    /// Share this many HTTP/2 connections (h2c, prior knowledge) among the lanes, lane i on
+    /// connection i % N; 0 = HTTP/1.1, a keep-alive connection per lane.
+    #[arg(long, default_value_t = 0)]
+    http2_connections: u64,
 }
 
 /// What the run is, shared by the lanes.
@@ -122,8 +144,51 @@ struct Run {
     heartbeats: AtomicU64,
     seq_errors: AtomicU64,
     verified: AtomicU64,
+    /// Streams started with tool rounds (`--tool-stream-every`).
+    tool_streams: AtomicU64,
+    /// Streams open now (response head received, body not ended) and the most at once; `full`
+    /// streams (all the lanes) open at once: since when (while they are) and for how long in
+    /// all, ns.
+    open: AtomicU64,
+    max_open: AtomicU64,
+    full: u64,
+    full_since_ns: AtomicU64,
+    full_ns: AtomicU64,
+    /// The shared HTTP/2 connections (`--http2-connections`; empty: HTTP/1.1) and how many
+    /// were made (more than their number: some were made again).
+    h2: Vec<tokio::sync::Mutex<Option<http2::SendRequest<Full<Bytes>>>>>,
+    h2_connects: AtomicU64,
     first_error: Mutex<Option<String>>,
     latency_ns: Mutex<Histogram<u64>>,
+}
+
+impl Run {
+    fn now_ns(&self) -> u64 {
+        u64::try_from(self.started.elapsed().as_nanos()).unwrap_or(u64::MAX)
+    }
+
+    /// A stream is open until the guard is dropped.
+    fn opened(&self) -> OpenStream<'_> {
+        let n = self.open.fetch_add(1, Relaxed) + 1;
+        self.max_open.fetch_max(n, Relaxed);
+        if n == self.full {
+            self.full_since_ns.store(self.now_ns(), Relaxed);
+        }
+        OpenStream(self)
+    }
+}
+
+struct OpenStream<'a>(&'a Run);
+
+impl Drop for OpenStream<'_> {
+    fn drop(&mut self) {
+        let run = self.0;
+        if run.open.fetch_sub(1, Relaxed) == run.full {
+            let since = run.full_since_ns.load(Relaxed);
+            run.full_ns
+                .fetch_add(run.now_ns().saturating_sub(since), Relaxed);
+        }
+    }
 }
 
 fn main() -> anyhow::Result<()> {
@@ -144,6 +209,14 @@ fn main() -> anyhow::Result<()> {
         "--url must be a loopback address"
     );
     anyhow::ensure!(args.concurrency >= 1, "--concurrency must be at least 1");
+    anyhow::ensure!(
+        args.tool_stream_every >= 1,
+        "--tool-stream-every must be at least 1"
+    );
+    anyhow::ensure!(
+        !(args.fresh_connections && args.http2_connections > 0),
+        "--fresh-connections is for HTTP/1.1 only"
+    );
     let streams = match (args.streams, args.duration_s) {
         (Some(n), _) => n,
         (None, Some(_)) => u64::MAX,
@@ -167,6 +240,16 @@ fn main() -> anyhow::Result<()> {
         heartbeats: AtomicU64::new(0),
         seq_errors: AtomicU64::new(0),
         verified: AtomicU64::new(0),
+        tool_streams: AtomicU64::new(0),
+        open: AtomicU64::new(0),
+        max_open: AtomicU64::new(0),
+        full: args.concurrency.min(streams),
+        full_since_ns: AtomicU64::new(0),
+        full_ns: AtomicU64::new(0),
+        h2: (0..args.http2_connections)
+            .map(|_| tokio::sync::Mutex::new(None))
+            .collect(),
+        h2_connects: AtomicU64::new(0),
         first_error: Mutex::new(None),
         latency_ns: Mutex::new(Histogram::new_with_bounds(1, MAX_LATENCY_NS, 3)?),
         args,
@@ -208,10 +291,17 @@ fn report(run: &Run, wall: f64, cpu: f64) -> serde_json::Value {
     let upstream = run.upstream_events.load(Relaxed);
     json!({
         "url": run.args.url.to_string(),
+        "protocol": if run.h2.is_empty() { "http/1.1" } else { "h2c" },
+        "http2_connections": run.h2.len(),
+        "http2_connects": run.h2_connects.load(Relaxed),
         "concurrency": run.args.concurrency,
         "events_per_stream": run.args.events,
         "pace_us": run.args.pace_us,
         "tool_every": run.args.tool_every,
+        "tool_stream_every": run.args.tool_stream_every,
+        "tool_streams": run.tool_streams.load(Relaxed),
+        "max_open": run.max_open.load(Relaxed),
+        "all_open_s": (run.full_ns.load(Relaxed) as f64 / 1e6).round() / 1e3,
         "streams_ok": run.ok.load(Relaxed),
         "streams_failed": run.failed.load(Relaxed),
         "events": events,
@@ -248,16 +338,21 @@ async fn run_lane(run: Arc<Run>, lane: u64) {
         if k >= run.streams {
             break;
         }
+        let tools = k.is_multiple_of(args.tool_stream_every);
+        if tools && args.tool_every > 0 {
+            run.tool_streams.fetch_add(1, Relaxed);
+        }
         let params = Params {
             events: args.events,
             pace_us: args.pace_us,
-            tool_every: args.tool_every,
+            tool_every: if tools { args.tool_every } else { 0 },
             tool_delay_us: args.tool_delay_us,
             seed: args.seed.wrapping_add(k),
             ts: !args.verify,
         };
         let limit = Duration::from_secs(args.stream_timeout_s);
-        let result = match tokio::time::timeout(limit, stream(&run, &mut conn, &params)).await {
+        let result = match tokio::time::timeout(limit, stream(&run, lane, &mut conn, &params)).await
+        {
             Ok(result) => result,
             Err(_) => Err(format!("no end after {limit:?}")),
         };
@@ -303,12 +398,64 @@ async fn connect(run: &Run) -> Result<SendRequest<Full<Bytes>>, String> {
     Ok(sender)
 }
 
-/// One request and its whole response body.
-async fn stream(
+/// Lane `lane`'s HTTP/2 connection (`lane % N`), made (again) if it is not open.
+async fn h2_sender(run: &Run, lane: u64) -> Result<http2::SendRequest<Full<Bytes>>, String> {
+    let slot = &run.h2[(lane % run.h2.len() as u64) as usize];
+    // Held while connecting: the lanes of a connection wait for it rather than each make one.
+    let mut slot = slot.lock().await;
+    if let Some(sender) = slot.as_ref().filter(|s| !s.is_closed()) {
+        return Ok(sender.clone());
+    }
+    let tcp = tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(&run.host))
+        .await
+        .map_err(|_| "connect timed out".to_string())?
+        .map_err(|e| format!("connect: {e}"))?;
+    tcp.set_nodelay(true).map_err(|e| e.to_string())?;
+    let handshake = http2::Builder::new(TokioExecutor::new())
+        .timer(TokioTimer::new())
+        .initial_stream_window_size(H2_STREAM_WINDOW)
+        .initial_connection_window_size(H2_CONNECTION_WINDOW)
+        .handshake(TokioIo::new(tcp));
+    let (sender, connection) = tokio::time::timeout(CONNECT_TIMEOUT, handshake)
+        .await
+        .map_err(|_| "HTTP/2 handshake timed out".to_string())?
+        .map_err(|e| format!("HTTP/2 handshake: {e}"))?;
+    tokio::spawn(async move {
+        // Ends when every sender is dropped or the server closes; errors show on the streams.
+        let _ = connection.await;
+    });
+    run.h2_connects.fetch_add(1, Relaxed);
+    Ok(slot.insert(sender).clone())
+}
+
+/// Sends one request: on the lane's own HTTP/1.1 connection, or on its shared HTTP/2 one.
+async fn send(
     run: &Run,
+    lane: u64,
     conn: &mut Option<SendRequest<Full<Bytes>>>,
     params: &Params,
-) -> Result<(), String> {
+) -> Result<http::Response<Incoming>, String> {
+    let h2 = !run.h2.is_empty();
+    let request = match h2 {
+        // HTTP/2 takes :scheme and :authority from the URI (hyper sends what the URI has).
+        true => Request::post(format!("http://{}{}?{params}", run.host, run.path)),
+        false => Request::post(format!("{}?{params}", run.path)).header(header::HOST, &run.host),
+    };
+    let request = request
+        .header(header::CONTENT_TYPE, "application/json")
+        .header(header::ACCEPT, "text/event-stream")
+        .body(Full::new(Bytes::from_static(match run.args.ag_ui {
+            true => RUN_BODY,
+            false => REQUEST_BODY,
+        })))
+        .map_err(|e| e.to_string())?;
+    if h2 {
+        let mut sender = h2_sender(run, lane).await?;
+        return sender
+            .send_request(request)
+            .await
+            .map_err(|e| format!("request: {e}"));
+    }
     let sender = match conn {
         Some(sender) if !sender.is_closed() => sender,
         _ => conn.insert(connect(run).await?),
@@ -317,19 +464,20 @@ async fn stream(
         .ready()
         .await
         .map_err(|e| format!("connection: {e}"))?;
-    let request = Request::post(format!("{}?{params}", run.path))
-        .header(header::HOST, &run.host)
-        .header(header::CONTENT_TYPE, "application/json")
-        .header(header::ACCEPT, "text/event-stream")
-        .body(Full::new(Bytes::from_static(match run.args.ag_ui {
-            true => RUN_BODY,
-            false => REQUEST_BODY,
-        })))
-        .map_err(|e| e.to_string())?;
-    let response = sender
+    sender
         .send_request(request)
         .await
-        .map_err(|e| format!("request: {e}"))?;
+        .map_err(|e| format!("request: {e}"))
+}
+
+/// One request and its whole response body.
+async fn stream(
+    run: &Run,
+    lane: u64,
+    conn: &mut Option<SendRequest<Full<Bytes>>>,
+    params: &Params,
+) -> Result<(), String> {
+    let response = send(run, lane, conn, params).await?;
     let status = response.status();
     let mut body = response.into_body();
     if status != StatusCode::OK {
@@ -341,6 +489,7 @@ async fn stream(
         let text = String::from_utf8_lossy(&text[..text.len().min(300)]).into_owned();
         return Err(format!("status {status}: {}", text.trim()));
     }
+    let open = run.opened();
     let mut reader = Reader::new(params.ts && !run.args.ag_ui, run.args.verify);
     reader.ag_ui = run.args.ag_ui;
     while let Some(frame) = body.frame().await {
@@ -351,6 +500,7 @@ async fn stream(
             reader.push(&data, now, &mut latency);
         }
     }
+    drop(open);
     run.events.fetch_add(reader.events, Relaxed);
     run.heartbeats.fetch_add(reader.heartbeats, Relaxed);
     if reader.seq_errors > 0 {

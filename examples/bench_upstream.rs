@@ -1,5 +1,6 @@
 //! A fast scripted Responses gateway for the load benchmark (`bench/run.sh`): HTTP/1.1 with
-//! keep-alive on a loopback address. `POST …/responses?events=…&pace_us=…&tool_every=…&
+//! keep-alive, and HTTP/2 with prior knowledge (h2c: the `direct` target of phase `scale`) on the
+//! same loopback address, told apart by the connection preface (hyper-util's `auto` server). `POST …/responses?events=…&pace_us=…&tool_every=…&
 //! tool_delay_us=…&seed=…&ts=…` streams the event script of `bench_common` (see [`Params`]):
 //! unpaced, ~16 KiB of events per write as fast as the socket takes them; paced, one event per
 //! write every `pace_us`. Each event carries `"t_ns"`, CLOCK_MONOTONIC when it was written, so
@@ -26,9 +27,9 @@ use http::{Method, Request, Response, StatusCode, header};
 use http_body::{Body, Frame};
 use http_body_util::{BodyExt, Either, Full, Limited};
 use hyper::body::Incoming;
-use hyper::server::conn::http1;
 use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto;
 use tokio::net::TcpListener;
 use tokio::time::{Instant, Sleep};
 
@@ -36,6 +37,8 @@ use tokio::time::{Instant, Sleep};
 const BATCH_BYTES: usize = 16 * 1024;
 /// Request bodies are read (and ignored) up to this size.
 const MAX_REQUEST_BYTES: usize = 1 << 20;
+/// Concurrent streams an HTTP/2 client may open on one connection (hyper's default is 200).
+const H2_MAX_STREAMS: u32 = 1000;
 
 #[derive(Parser)]
 #[command(about = "Scripted Responses gateway for the toolpulse load benchmark")]
@@ -82,6 +85,9 @@ fn main() -> anyhow::Result<()> {
 }
 
 async fn serve(listener: TcpListener) -> anyhow::Result<()> {
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    builder.http1().keep_alive(true);
+    builder.http2().max_concurrent_streams(H2_MAX_STREAMS);
     loop {
         let (stream, _) = match listener.accept().await {
             Ok(accepted) => accepted,
@@ -93,13 +99,11 @@ async fn serve(listener: TcpListener) -> anyhow::Result<()> {
             }
         };
         stream.set_nodelay(true)?;
+        let builder = builder.clone();
         tokio::spawn(async move {
             let io = TokioIo::new(stream);
             // Errors here are clients going away mid-stream: nothing to do.
-            let _ = http1::Builder::new()
-                .keep_alive(true)
-                .serve_connection(io, service_fn(handle))
-                .await;
+            let _ = builder.serve_connection(io, service_fn(handle)).await;
         });
     }
 }
