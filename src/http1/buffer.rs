@@ -1,4 +1,5 @@
-//! How much a connection's next read asks for, on either side: a read buffer starts at
+//! How much a client connection's next read asks for (the upstream side reads into a scratch
+//! buffer of [`READ_BUF_MAX`] and copies out what it got): a read buffer starts at
 //! [`READ_BUF_FIRST`], doubles while reads fill it, up to [`READ_BUF_MAX`], and halves again
 //! after reads that use less than half of it, down to [`READ_BUF_MIN`].
 
