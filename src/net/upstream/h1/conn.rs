@@ -6,7 +6,8 @@
 //! `proto/h1`.
 //!
 //! Reads go into the thread's scratch buffer (64 KiB, `http1::buffer::READ_BUF_MAX`, the most
-//! one read takes) and are copied out at their size: a stream holds no read buffer of its own.
+//! one read takes) and are copied out at their size: a stream holds no read buffer of its own
+//! (a flood's large reads go straight into the connection's buffer).
 
 use std::cell::RefCell;
 use std::io;
@@ -30,6 +31,9 @@ use crate::http1::{Framing, Known};
 use crate::net::upstream::outgoing::Outgoing;
 use crate::net::upstream::pool::{Idle, Pool, Reusable};
 
+/// Reads up to this size are copied out of the scratch buffer; a larger one sends the next
+/// read straight into the connection's buffer.
+const COPY_MAX: usize = 4 * 1024;
 /// A request body in memory up to this size goes out in the head's write.
 const COALESCE_MAX: usize = 64 * 1024;
 
@@ -58,6 +62,8 @@ pub enum H1Error {
 pub struct Connection {
     io: Io,
     buf: BytesMut,
+    /// The last read was larger than [`COPY_MAX`]: the next one goes straight into `buf`.
+    flooding: bool,
 }
 
 impl Connection {
@@ -65,29 +71,39 @@ impl Connection {
         Box::new(Connection {
             io,
             buf: BytesMut::new(),
+            flooding: false,
         })
     }
 
     /// Reads once into the buffer; the number of bytes read (0 at end of file).
     ///
-    /// The read goes into the thread's scratch buffer and what it got is copied into `buf`,
-    /// which holds exactly the bytes not yet taken (one copy of what is read, where nginx reads
-    /// into a buffer per connection): an open stream waiting for its next event
-    /// holds no read buffer (a buffer per stream would be 2 KiB of every one when 10,000 are
-    /// open), an event on its way to the client holds its own size, and a paced event costs two
-    /// small allocations instead of a 2 KiB one (glibc serves 2 KiB from its slow path).
+    /// A read goes into the thread's scratch buffer and what it got is copied into `buf`, which
+    /// holds exactly the bytes not yet taken: an open stream waiting for its next event holds
+    /// no read buffer (a buffer per stream would be 2 KiB of every one when 10,000 are open),
+    /// an event on its way to the client holds its own size, and a paced event costs two small
+    /// allocations instead of a 2 KiB one (glibc serves 2 KiB from its slow path). After a read
+    /// of more than [`COPY_MAX`] (a flood), reads go straight into `buf` instead, uncopied,
+    /// until one is small again.
     fn poll_fill(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<usize>> {
         if self.buf.is_empty() {
             // Let go of the share of the last buffer the event handed on still holds.
             self.buf = BytesMut::new();
         }
         let io = Pin::new(&mut self.io);
-        let n = ready!(SCRATCH.with_borrow_mut(|scratch| {
-            let mut read = ReadBuf::new(scratch);
-            let n = ready!(io.poll_read(cx, &mut read)).map(|()| read.filled().len())?;
-            self.buf.extend_from_slice(read.filled());
-            Poll::Ready(Ok::<_, io::Error>(n))
-        }))?;
+        let n = if self.flooding {
+            if self.buf.capacity() - self.buf.len() < READ_BUF_MAX {
+                self.buf.reserve(READ_BUF_MAX);
+            }
+            ready!(tokio_util::io::poll_read_buf(io, cx, &mut self.buf))?
+        } else {
+            ready!(SCRATCH.with_borrow_mut(|scratch| {
+                let mut read = ReadBuf::new(scratch);
+                ready!(io.poll_read(cx, &mut read))?;
+                self.buf.extend_from_slice(read.filled());
+                Poll::Ready(Ok::<_, io::Error>(read.filled().len()))
+            }))?
+        };
+        self.flooding = n > COPY_MAX;
         Poll::Ready(Ok(n))
     }
 
