@@ -123,6 +123,15 @@ fn special_in_string<const HIGH_TOO: bool>(bytes: &[u8]) -> Option<usize> {
     tail.iter().position(|&b| table[b as usize]).map(|i| at + i)
 }
 
+/// A top-level key, as far as the scan cares.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Key {
+    Type,
+    SequenceNumber,
+    OutputIndex,
+    Other,
+}
+
 struct Cursor<'a> {
     data: &'a [u8],
     at: usize,
@@ -164,16 +173,12 @@ impl Cursor<'_> {
             if self.peek() != Some(b'"') {
                 return Err(Stop::Invalid);
             }
-            let key_start = self.at + 1;
-            if self.string()? {
-                return Err(Stop::Decline);
-            }
-            let key = &self.data[key_start..self.at - 1];
+            let key = self.top_level_key()?;
             self.whitespace();
             self.eat(b':')?;
             self.whitespace();
             let start = self.at;
-            if key == b"type" && self.peek() == Some(b'"') {
+            if key == Key::Type && self.peek() == Some(b'"') {
                 // The caller's hint: an escaped type, or one it reads whole, is declined.
                 if self.string()? || read_whole(&self.data[start + 1..self.at - 1]) {
                     return Err(Stop::Decline);
@@ -183,10 +188,10 @@ impl Cursor<'_> {
             }
             let span = Some(start..self.at);
             match key {
-                b"type" => members.kind = span,
-                b"sequence_number" => members.sequence_number = span,
-                b"output_index" => members.output_index = span,
-                _ => {}
+                Key::Type => members.kind = span,
+                Key::SequenceNumber => members.sequence_number = span,
+                Key::OutputIndex => members.output_index = span,
+                Key::Other => {}
             }
             self.whitespace();
             match self.peek() {
@@ -198,6 +203,36 @@ impl Cursor<'_> {
                 _ => return Err(Stop::Invalid),
             }
         }
+    }
+
+    /// A top-level key at its opening quote: one of the wanted ones is compared whole (its
+    /// bytes need no scan), any other scanned as a string; one with an escape is declined.
+    #[inline]
+    fn top_level_key(&mut self) -> Step<Key> {
+        const TYPE: &[u8] = b"\"type\"";
+        const SEQUENCE_NUMBER: &[u8] = b"\"sequence_number\"";
+        const OUTPUT_INDEX: &[u8] = b"\"output_index\"";
+        let rest = &self.data[self.at..];
+        // Each comparison of a constant length, so that it is compiled inline (a `memcmp`
+        // call costs more than the scan it saves).
+        let known = match rest.get(1) {
+            Some(b't') if rest.starts_with(TYPE) => Some((Key::Type, TYPE.len())),
+            Some(b's') if rest.starts_with(SEQUENCE_NUMBER) => {
+                Some((Key::SequenceNumber, SEQUENCE_NUMBER.len()))
+            }
+            Some(b'o') if rest.starts_with(OUTPUT_INDEX) => {
+                Some((Key::OutputIndex, OUTPUT_INDEX.len()))
+            }
+            _ => None,
+        };
+        if let Some((key, len)) = known {
+            self.at += len;
+            return Ok(key);
+        }
+        if self.string()? {
+            return Err(Stop::Decline);
+        }
+        Ok(Key::Other)
     }
 
     /// A string starting at the opening quote; returns whether it has an escape. Its non-ASCII
