@@ -201,29 +201,18 @@ pub fn read<'a>(data: &'a [u8]) -> Result<Reading<'a>, Unreadable> {
     if data == b"[DONE]" {
         return Ok(Reading::default());
     }
-    // The events that need serde_json anyway name their type first: one pass, not two.
-    if leading_type(data).is_some_and(|k| may_signal(k) || lists_output(k)) {
-        return read_full(data);
-    }
-    let text = std::str::from_utf8(data).map_err(|_| Unreadable)?;
-    let members = match scan::scan(data) {
+    // The events that need serde_json anyway are declined at their `type` (which gateways
+    // write first): one pass, not two. The scan checks the data's UTF-8.
+    let members = match scan::scan_unless(data, |k| may_signal(k) || lists_output(k)) {
         // Without an `output_index`, the `item_id` is wanted (`Reading::item_id`).
         Scan::Object(members) if members.output_index.is_some() => members,
         Scan::Object(_) | Scan::Decline => return read_full(data),
         Scan::Invalid => return Err(Unreadable),
     };
-    if let Some(kind) = &members.kind {
-        let kind = &data[kind.clone()];
-        let escaped = memchr::memchr(b'\\', kind).is_some();
-        let unquoted = kind.strip_prefix(b"\"").and_then(|k| k.strip_suffix(b"\""));
-        if escaped || unquoted.is_some_and(|k| may_signal(k) || lists_output(k)) {
-            return read_full(data);
-        }
-    }
     let number = |span: Option<std::ops::Range<usize>>| {
         let span = span?;
         Some(Number {
-            value: plain_u64(&text[span.clone()])?,
+            value: plain_u64(&data[span.clone()])?,
             span,
         })
     };
@@ -236,6 +225,7 @@ pub fn read<'a>(data: &'a [u8]) -> Result<Reading<'a>, Unreadable> {
 
 /// The value of a `type` member that opens the object, when it is a plain string (as every
 /// gateway seen writes its events). A later `type` member would override it: only a hint.
+#[cfg(test)]
 fn leading_type(data: &[u8]) -> Option<&[u8]> {
     leading_type_end(data).map(|(kind, _)| kind)
 }
@@ -413,12 +403,20 @@ fn output_texts(output: &RawValue) -> Vec<Cow<'_, str>> {
         .unwrap_or_default()
 }
 
-/// A JSON number that is a plain non-negative integer (no sign, fraction or exponent).
-fn plain_u64(digits: &str) -> Option<u64> {
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+/// A JSON number that is a plain non-negative integer (no sign, fraction or exponent) that
+/// fits a `u64`.
+fn plain_u64(digits: impl AsRef<[u8]>) -> Option<u64> {
+    let digits = digits.as_ref();
+    if digits.is_empty() {
         return None;
     }
-    digits.parse().ok()
+    digits.iter().try_fold(0u64, |n, &b| {
+        let digit = b.wrapping_sub(b'0');
+        if digit > 9 {
+            return None;
+        }
+        n.checked_mul(10)?.checked_add(u64::from(digit))
+    })
 }
 
 #[cfg(test)]

@@ -11,8 +11,11 @@
 //!
 //! It declines ([`Scan::Decline`]) whatever it does not decide the way serde_json would with
 //! certainty — a top-level key with an escape (serde_json unescapes keys), nesting deeper than
-//! [`MAX_DEPTH`] — and the caller then reads the event with serde_json. Its agreement with
-//! serde_json is tested on every fixture and by a property test (`dialect::responses`).
+//! [`MAX_DEPTH`] — and the events the caller reads with serde_json anyway (a top-level `type`
+//! whose string has an escape or that the caller's predicate wants read whole), and the caller
+//! then reads the event with serde_json. It checks UTF-8 as it goes (only string contents can
+//! hold non-ASCII bytes), so the data need not be checked first. Its agreement with serde_json
+//! is tested on every fixture and by a property test (`dialect::responses`).
 
 use std::ops::Range;
 
@@ -38,10 +41,18 @@ pub enum Scan {
     Decline,
 }
 
-/// Scans `data` (already known to be UTF-8).
+/// Scans `data`: [`Scan::Invalid`] also when it is not UTF-8.
+#[cfg(test)]
 pub fn scan(data: &[u8]) -> Scan {
+    scan_unless(data, |_| false)
+}
+
+/// [`scan`], declining as soon as a top-level `type` is a string with an escape or one that
+/// `read_whole` wants read by serde_json (a hint: a later `type` member overrides it, and the
+/// caller reads the event whole either way).
+pub fn scan_unless(data: &[u8], read_whole: impl Fn(&[u8]) -> bool) -> Scan {
     let mut cursor = Cursor { data, at: 0 };
-    match cursor.object() {
+    match cursor.object(read_whole) {
         Ok(members) => {
             cursor.whitespace();
             if cursor.at == data.len() {
@@ -64,23 +75,27 @@ type Step<T = ()> = Result<T, Stop>;
 
 /// Bytes that end the fast run through a string: the closing quote, an escape, a control
 /// character.
-static SPECIAL_IN_STRING: [bool; 256] = {
+static SPECIAL_IN_STRING: [bool; 256] = special_table(false);
+
+/// [`SPECIAL_IN_STRING`] and the non-ASCII bytes (whose UTF-8 is checked apart).
+static SPECIAL_OR_HIGH: [bool; 256] = special_table(true);
+
+const fn special_table(high: bool) -> [bool; 256] {
     let mut table = [false; 256];
     let mut b = 0;
-    while b < 0x20 {
-        table[b] = true;
+    while b < 256 {
+        table[b] = b < 0x20 || b == b'"' as usize || b == b'\\' as usize || (high && b >= 0x80);
         b += 1;
     }
-    table[b'"' as usize] = true;
-    table[b'\\' as usize] = true;
     table
-};
+}
 
-/// The offset of the first byte of `bytes` in [`SPECIAL_IN_STRING`]. Eight bytes at a time
-/// (the bit tricks of "Bit Twiddling Hacks", as serde_json's own string scan does): the lowest
-/// flagged byte of a word is always a true match, later ones may not be.
+/// The offset of the first byte of `bytes` in [`SPECIAL_IN_STRING`] (with `HIGH_TOO`, in
+/// [`SPECIAL_OR_HIGH`]). Eight bytes at a time (the bit tricks of "Bit Twiddling Hacks", as
+/// serde_json's own string scan does): the lowest flagged byte of a word is always a true
+/// match, later ones may not be.
 #[inline]
-fn special_in_string(bytes: &[u8]) -> Option<usize> {
+fn special_in_string<const HIGH_TOO: bool>(bytes: &[u8]) -> Option<usize> {
     const ONES: u64 = u64::from_ne_bytes([1; 8]);
     const HIGH: u64 = u64::from_ne_bytes([0x80; 8]);
     let below = |word: u64, n: u8| word.wrapping_sub(ONES * u64::from(n)) & !word & HIGH;
@@ -88,18 +103,33 @@ fn special_in_string(bytes: &[u8]) -> Option<usize> {
     let mut words = bytes.chunks_exact(8);
     for chunk in &mut words {
         let word = u64::from_le_bytes(chunk.try_into().unwrap_or_default());
-        let flagged = below(word ^ (ONES * u64::from(b'"')), 1)
+        let mut flagged = below(word ^ (ONES * u64::from(b'"')), 1)
             | below(word ^ (ONES * u64::from(b'\\')), 1)
             | below(word, 0x20);
+        if HIGH_TOO {
+            flagged |= word & HIGH;
+        }
         if flagged != 0 {
             return Some(at + (flagged.trailing_zeros() / 8) as usize);
         }
         at += 8;
     }
+    let table = if HIGH_TOO {
+        &SPECIAL_OR_HIGH
+    } else {
+        &SPECIAL_IN_STRING
+    };
     let tail = words.remainder();
-    tail.iter()
-        .position(|&b| SPECIAL_IN_STRING[b as usize])
-        .map(|i| at + i)
+    tail.iter().position(|&b| table[b as usize]).map(|i| at + i)
+}
+
+/// A top-level key, as far as the scan cares.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Key {
+    Type,
+    SequenceNumber,
+    OutputIndex,
+    Other,
 }
 
 struct Cursor<'a> {
@@ -129,7 +159,7 @@ impl Cursor<'_> {
     }
 
     /// The top-level object, recording the wanted members.
-    fn object(&mut self) -> Step<Members> {
+    fn object(&mut self, read_whole: impl Fn(&[u8]) -> bool) -> Step<Members> {
         let mut members = Members::default();
         self.whitespace();
         self.eat(b'{')?;
@@ -143,22 +173,25 @@ impl Cursor<'_> {
             if self.peek() != Some(b'"') {
                 return Err(Stop::Invalid);
             }
-            let key_start = self.at + 1;
-            if self.string()? {
-                return Err(Stop::Decline);
-            }
-            let key = &self.data[key_start..self.at - 1];
+            let key = self.top_level_key()?;
             self.whitespace();
             self.eat(b':')?;
             self.whitespace();
             let start = self.at;
-            self.value()?;
+            if key == Key::Type && self.peek() == Some(b'"') {
+                // The caller's hint: an escaped type, or one it reads whole, is declined.
+                if self.string()? || read_whole(&self.data[start + 1..self.at - 1]) {
+                    return Err(Stop::Decline);
+                }
+            } else {
+                self.value()?;
+            }
             let span = Some(start..self.at);
             match key {
-                b"type" => members.kind = span,
-                b"sequence_number" => members.sequence_number = span,
-                b"output_index" => members.output_index = span,
-                _ => {}
+                Key::Type => members.kind = span,
+                Key::SequenceNumber => members.sequence_number = span,
+                Key::OutputIndex => members.output_index = span,
+                Key::Other => {}
             }
             self.whitespace();
             match self.peek() {
@@ -172,13 +205,45 @@ impl Cursor<'_> {
         }
     }
 
-    /// A string starting at the opening quote; returns whether it has an escape.
+    /// A top-level key at its opening quote: one of the wanted ones is compared whole (its
+    /// bytes need no scan), any other scanned as a string; one with an escape is declined.
+    #[inline]
+    fn top_level_key(&mut self) -> Step<Key> {
+        const TYPE: &[u8] = b"\"type\"";
+        const SEQUENCE_NUMBER: &[u8] = b"\"sequence_number\"";
+        const OUTPUT_INDEX: &[u8] = b"\"output_index\"";
+        let rest = &self.data[self.at..];
+        // Each comparison of a constant length, so that it is compiled inline (a `memcmp`
+        // call costs more than the scan it saves).
+        let known = match rest.get(1) {
+            Some(b't') if rest.starts_with(TYPE) => Some((Key::Type, TYPE.len())),
+            Some(b's') if rest.starts_with(SEQUENCE_NUMBER) => {
+                Some((Key::SequenceNumber, SEQUENCE_NUMBER.len()))
+            }
+            Some(b'o') if rest.starts_with(OUTPUT_INDEX) => {
+                Some((Key::OutputIndex, OUTPUT_INDEX.len()))
+            }
+            _ => None,
+        };
+        if let Some((key, len)) = known {
+            self.at += len;
+            return Ok(key);
+        }
+        if self.string()? {
+            return Err(Stop::Decline);
+        }
+        Ok(Key::Other)
+    }
+
+    /// A string starting at the opening quote; returns whether it has an escape. Its non-ASCII
+    /// bytes must be UTF-8: each run of them up to the next quote, escape or control character
+    /// is checked whole (no UTF-8 sequence holds an ASCII byte).
     #[inline]
     fn string(&mut self) -> Step<bool> {
         self.at += 1;
         let mut escaped = false;
         loop {
-            self.at += special_in_string(&self.data[self.at..]).ok_or(Stop::Invalid)?;
+            self.at += special_in_string::<true>(&self.data[self.at..]).ok_or(Stop::Invalid)?;
             match self.data[self.at] {
                 b'"' => {
                     self.at += 1;
@@ -188,9 +253,21 @@ impl Cursor<'_> {
                     escaped = true;
                     self.escape()?;
                 }
+                0x80.. => self.non_ascii()?,
                 _ => return Err(Stop::Invalid), // a control character
             }
         }
+    }
+
+    /// At a non-ASCII byte in a string: the run up to the next special byte is checked as
+    /// UTF-8 and skipped.
+    #[cold]
+    fn non_ascii(&mut self) -> Step {
+        let rest = &self.data[self.at..];
+        let end = special_in_string::<false>(rest).ok_or(Stop::Invalid)?;
+        std::str::from_utf8(&rest[..end]).map_err(|_| Stop::Invalid)?;
+        self.at += end;
+        Ok(())
     }
 
     /// The escape at the backslash: one of `"\/bfnrt`, or `u` and four hex digits (which
@@ -422,7 +499,7 @@ mod tests {
         let mut text: Vec<u8> = (0..=255u8).cycle().take(600).collect();
         for start in 0..text.len() {
             assert_eq!(
-                special_in_string(&text[start..]),
+                special_in_string::<false>(&text[start..]),
                 slow(&text[start..]),
                 "{start}"
             );
@@ -433,10 +510,74 @@ mod tests {
                 let mut t = text[..30].to_vec();
                 t[at] = special;
                 t[at + 3] = b'"';
-                assert_eq!(special_in_string(&t), Some(at), "{special} at {at}");
+                assert_eq!(
+                    special_in_string::<false>(&t),
+                    Some(at),
+                    "{special} at {at}"
+                );
             }
         }
-        assert_eq!(special_in_string(&text), None);
+        assert_eq!(special_in_string::<false>(&text), None);
+        let slow_high = |b: &[u8]| b.iter().position(|&x| SPECIAL_OR_HIGH[x as usize]);
+        let all: Vec<u8> = (0..=255u8).rev().cycle().take(600).collect();
+        for start in 0..all.len() {
+            let rest = &all[start..];
+            assert_eq!(special_in_string::<true>(rest), slow_high(rest), "{start}");
+        }
+    }
+
+    #[test]
+    fn checks_utf8_in_strings_as_from_utf8_does() {
+        let valid = [
+            "é",
+            "☃",
+            "😀",
+            "aé\\n☃\\u00e9😀z",
+            "\u{7f}\u{80}\u{7ff}\u{800}\u{ffff}",
+        ];
+        for text in valid {
+            let json = format!("{{\"a\":\"{text}\",\"b\":{{\"{text}\":[\"{text}\"]}}}}");
+            assert!(matches!(scan(json.as_bytes()), Scan::Object(_)), "{json}");
+        }
+        let invalid: [&[u8]; 9] = [
+            b"\xff",
+            b"\x80",
+            b"\xc3",
+            b"\xc3(",
+            b"\xc0\xaf",
+            b"\xed\xa0\x80",
+            b"\xf4\x90\x80\x80",
+            b"\xe2\x98",
+            b"ok\xe2\x98\\n",
+        ];
+        for bytes in invalid {
+            for json in [
+                [&b"{\"a\":\""[..], bytes, b"\"}"].concat(),
+                [&b"{\"a\":[\"x\",\""[..], bytes, b"\"]}"].concat(),
+                [&b"{\""[..], bytes, b"\":1}"].concat(),
+            ] {
+                assert_eq!(scan(&json), Scan::Invalid, "{json:?}");
+                assert!(std::str::from_utf8(&json).is_err());
+            }
+        }
+        assert_eq!(scan(b"{\"a\":1}\xff"), Scan::Invalid);
+        assert_eq!(scan(b"{\"a\":\xc3\xa9}"), Scan::Invalid);
+    }
+
+    #[test]
+    fn declines_a_type_the_caller_reads_whole() {
+        let whole = |kind: &[u8]| kind == b"x";
+        assert_eq!(scan_unless(br#"{"type":"x","a":1}"#, whole), Scan::Decline);
+        assert_eq!(scan_unless(br#"{"a":1,"type":"x"}"#, whole), Scan::Decline);
+        assert_eq!(scan_unless(br#"{"type":"\u0078"}"#, whole), Scan::Decline);
+        assert!(matches!(
+            scan_unless(br#"{"type":"y","a":{"type":"x"}}"#, whole),
+            Scan::Object(_)
+        ));
+        assert!(matches!(
+            scan_unless(br#"{"type":1}"#, whole),
+            Scan::Object(_)
+        ));
     }
 
     #[test]

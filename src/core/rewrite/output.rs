@@ -20,7 +20,16 @@ pub struct Output {
 
 impl Output {
     /// A chunk is being fed: unchanged bytes that lie in it go out as slices of it.
+    ///
+    /// The buffer toolpulse writes into is taken back from its start when what was written
+    /// into it before has gone (the glue sent the last chunk's output and let it go), without
+    /// allocating: grown past its end instead, it copied the chunk's writes so far each time
+    /// (a stream that renumbers every event writes about a chunk's size per chunk).
     pub fn begin_chunk(&mut self, chunk: Bytes) {
+        if self.out.is_empty() && self.out.capacity() > 0 {
+            // `false` (it is still shared, or starts at its allocation's start): left as it is.
+            let _ = self.out.try_reclaim(self.out.capacity() + 1);
+        }
         self.origin = chunk;
     }
 
@@ -133,5 +142,31 @@ mod tests {
         let mut rest = Vec::new();
         output.take_into(&mut rest);
         assert!(rest.is_empty());
+    }
+
+    #[test]
+    fn the_write_buffer_is_taken_back_once_its_output_has_gone() {
+        let mut output = Output::default();
+        let chunk = Bytes::from_static(b"x");
+        output.begin_chunk(chunk.clone());
+        output.text().reserve(4096);
+        output.text().extend_from_slice(&[b'a'; 1000]);
+        let mut pieces = Vec::new();
+        output.take_into(&mut pieces);
+        output.end_chunk();
+        let start = pieces[0].as_ptr();
+        // Still held: the next writes go after it, in the same allocation.
+        output.begin_chunk(chunk.clone());
+        output.text().extend_from_slice(b"b");
+        assert_eq!(output.out.as_ptr(), start.wrapping_add(1000));
+        output.take_into(&mut pieces);
+        output.end_chunk();
+        drop(pieces);
+        // Gone: the next chunk writes from the start again, where there is room for it all.
+        output.begin_chunk(chunk);
+        assert_eq!(output.out.as_ptr(), start);
+        assert_eq!(output.out.capacity(), 4096);
+        output.text().extend_from_slice(&[b'c'; 1000]);
+        assert_eq!(output.out.as_ptr(), start);
     }
 }

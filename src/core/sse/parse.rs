@@ -188,7 +188,12 @@ impl Parser {
     fn next_line(&mut self) -> Option<(usize, usize)> {
         let eof = self.at_eof();
         let data = self.data();
-        let found = memchr::memchr2(b'\n', b'\r', &data[self.scan..]);
+        let rest = &data[self.scan..];
+        // The blank line that ends each event, without a search.
+        let found = match rest.first() {
+            Some(b'\n' | b'\r') => Some(0),
+            _ => memchr::memchr2(b'\n', b'\r', rest),
+        };
         let Some(i) = found else {
             self.scan = data.len();
             return None;
@@ -278,7 +283,7 @@ impl Parser {
             self.fields.comment = true;
             return false;
         }
-        let (name, value) = match memchr::memchr(b':', line) {
+        let (name, value) = match colon(line) {
             Some(colon) => {
                 let mut value = start + colon + 1;
                 if data.get(value) == Some(&b' ') && value < end {
@@ -307,6 +312,18 @@ impl Parser {
             _ => {}
         }
         false
+    }
+}
+
+/// Where the first `:` of a line is. Field names are short (`data`, `event`): their colon is
+/// looked for byte by byte first, the rest of a longer line with memchr.
+fn colon(line: &[u8]) -> Option<usize> {
+    const NEAR: usize = 8;
+    let near = &line[..line.len().min(NEAR)];
+    match near.iter().position(|&b| b == b':') {
+        Some(i) => Some(i),
+        None if line.len() > NEAR => memchr::memchr(b':', &line[NEAR..]).map(|i| i + NEAR),
+        None => None,
     }
 }
 

@@ -63,7 +63,9 @@ impl Shown {
         let mut unlisted = 0;
         for event in events {
             if let Some((_, item)) = event.fields.iter().find(|f| f.0 == "item") {
-                unlisted += u64::from(!self.set(call_id, item.to_string()));
+                // Into a `Vec<u8>`: the same compact JSON as `Display`, without its formatter.
+                let item = serde_json::to_string(item).expect("a JSON value serializes");
+                unlisted += u64::from(!self.set(call_id, item));
             }
         }
         unlisted
