@@ -372,6 +372,23 @@ impl Replica {
         let listen = rx
             .recv_timeout(WAIT)
             .unwrap_or_else(|_| panic!("not listening: {:?}", log.lock()));
+        // Its pairs reach the other replica through the bus, which connects after the listener
+        // is up: a first turn served before that is stored here only (a race the test is not
+        // about), so the test starts once the bus is connected.
+        let deadline = std::time::Instant::now() + WAIT;
+        while !log
+            .lock()
+            .expect("lock")
+            .iter()
+            .any(|line| line.contains("progress bus connected"))
+        {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the bus never connected: {:?}",
+                log.lock()
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
         Replica {
             child,
             listen,
