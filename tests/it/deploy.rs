@@ -1232,17 +1232,11 @@ fn the_kubernetes_pod_answers_its_probes() {
 /// The commands of the README and of the manual in `docs/`: each line of their `sh` code
 /// blocks (continuations joined) and each inline code span.
 fn readme_commands() -> Vec<String> {
-    let mut readme = read_text(&repo("README.md"));
-    let mut pages: Vec<_> = std::fs::read_dir(repo("docs"))
-        .expect("docs/")
-        .map(|e| e.expect("entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "md"))
-        .collect();
-    pages.sort();
-    for page in pages {
-        readme.push('\n');
-        readme.push_str(&read_text(&page));
-    }
+    let readme = crate::docs::documents()
+        .into_iter()
+        .map(|(_, text)| text)
+        .collect::<Vec<_>>()
+        .join("\n");
     let mut commands = Vec::new();
     // Inside a code block: whether it is a shell one.
     let mut block: Option<bool> = None;

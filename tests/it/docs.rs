@@ -23,7 +23,7 @@ fn read(path: &Path) -> String {
 }
 
 /// The README and every page of `docs/`, by path from the repository's root.
-fn documents() -> Vec<(String, String)> {
+pub(crate) fn documents() -> Vec<(String, String)> {
     let mut docs = vec![("README.md".to_string(), read(&repo("README.md")))];
     let mut pages: Vec<PathBuf> = std::fs::read_dir(repo("docs"))
         .expect("docs/")
