@@ -85,3 +85,54 @@ status_kib() {
 # jnum KEY FILE, jstr KEY FILE: a number or string field of the client's one-line JSON.
 jnum() { grep -o "\"$1\":[-0-9.e+]*" "$2" | head -n 1 | cut -d: -f2; }
 jstr() { grep -o "\"$1\":\"[^\"]*\"" "$2" | head -n 1 | cut -d'"' -f4; }
+
+# nginx_conf PORT WORKER_CONNECTIONS RLIMIT_NOFILE [H2_LISTEN]: the config of the nginx the
+# benchmarks compare with, in front of the upstream on $UP_PORT, its files under $TMP/nginx
+# (bench/run.sh; bench/proxy_instructions.sh with NGINX_MASTER=off, one process for callgrind).
+# bench/run.sh's default phases run it with 8192 connections and no HTTP/2; phase scale with
+# room for its 10,000 upstream connections and a second listener, h2c with prior knowledge
+# (nginx 1.22: `listen … http2` on a plain listener). worker_connections is allocated and
+# touched at start (~0.4 KiB each: 8192 more make 3.4 MiB more RSS), so only the scale phase's
+# nginx has the larger one.
+nginx_conf() {
+  cat <<EOF
+# One worker, no buffering, keep-alive HTTP/1.1 to the upstream: nginx as a plain streaming
+# pass-through, the baseline toolpulse is compared with.
+daemon off;
+master_process ${NGINX_MASTER:-on};
+worker_processes 1;
+user root;
+pid $TMP/nginx/nginx.pid;
+error_log $TMP/nginx/error.log warn;
+worker_rlimit_nofile $3;
+events {
+    worker_connections $2;
+}
+http {
+    access_log off;
+    client_body_temp_path $TMP/nginx/body;
+    proxy_temp_path $TMP/nginx/proxy;
+    fastcgi_temp_path $TMP/nginx/fastcgi;
+    uwsgi_temp_path $TMP/nginx/uwsgi;
+    scgi_temp_path $TMP/nginx/scgi;
+    keepalive_requests 1000000;
+    upstream gateway {
+        server 127.0.0.1:$UP_PORT;
+        keepalive 1024;
+        keepalive_requests 1000000;
+    }
+    server {
+        listen 127.0.0.1:$1 backlog=4096;${4:+
+        listen $4 http2 backlog=4096;
+        http2_max_concurrent_streams 128;}
+        location / {
+            proxy_pass http://gateway;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+            proxy_buffering off;
+            proxy_read_timeout 300s;
+        }
+    }
+}
+EOF
+}

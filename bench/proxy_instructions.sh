@@ -37,37 +37,6 @@ pick_port UP_PORT
 PIDS+=($!)
 wait_port "$UP_PORT" "$!" upstream
 
-# nginx as bench/run.sh configures it, in one process so callgrind sees all its work.
-nginx_conf() { # PORT
-  mkdir -p "$TMP/nginx"
-  cat >"$TMP/nginx/nginx.conf" <<CONF
-daemon off;
-master_process off;
-worker_processes 1;
-user root;
-pid $TMP/nginx/nginx.pid;
-error_log $TMP/nginx/error.log warn;
-events { worker_connections 1024; }
-http {
-    access_log off;
-    client_body_temp_path $TMP/nginx/body;
-    proxy_temp_path $TMP/nginx/proxy;
-    fastcgi_temp_path $TMP/nginx/fastcgi;
-    uwsgi_temp_path $TMP/nginx/uwsgi;
-    scgi_temp_path $TMP/nginx/scgi;
-    upstream gateway { server 127.0.0.1:$UP_PORT; keepalive 64; }
-    server {
-        listen 127.0.0.1:$1;
-        location / {
-            proxy_pass http://gateway;
-            proxy_http_version 1.1;
-            proxy_set_header Connection "";
-            proxy_buffering off;
-        }
-    }
-}
-CONF
-}
 printf '[[tools]]\nmatch = ["mcp__*"]\nkind = "mcp"\n' >"$TMP/toolpulse.toml"
 
 # start TARGET BIN: the proxy under callgrind, collecting from the start; sets PROXY_PID, PORT.
@@ -76,7 +45,10 @@ start() {
   pick_port PORT
   local vg=(valgrind --tool=callgrind --callgrind-out-file="$TMP/cg.$target.%p")
   case $target in
-    nginx) nginx_conf "$PORT"; "${vg[@]}" nginx -p "$TMP/nginx" -c "$TMP/nginx/nginx.conf" \
+    nginx) mkdir -p "$TMP/nginx"
+      # As bench/run.sh configures it, in one process so callgrind sees all its work.
+      NGINX_MASTER=off nginx_conf "$PORT" 1024 16384 >"$TMP/nginx/nginx.conf"
+      "${vg[@]}" nginx -p "$TMP/nginx" -c "$TMP/nginx/nginx.conf" \
       -e "$TMP/nginx/error.log" >"$TMP/$target.log" 2>&1 & ;;
     *) pick_port ADMIN
       RUST_LOG=warn TOKIO_WORKER_THREADS=1 "${vg[@]}" "$bin" --config "$TMP/toolpulse.toml" \

@@ -198,54 +198,8 @@ start_upstream() {
 }
 
 mkdir -p "$TMP/nginx"
-# nginx_conf WORKER_CONNECTIONS RLIMIT_NOFILE [H2_LISTEN]: nginx's config. The default phases
-# run it with 8192 connections and no HTTP/2; phase scale with room for its 10,000 upstream
-# connections and a second listener, h2c with prior knowledge (nginx 1.22: `listen … http2` on a
-# plain listener). worker_connections is allocated and touched at start (~0.4 KiB each: 8192
-# more make 3.4 MiB more RSS), so only the scale phase's nginx has the larger one.
-nginx_conf() {
-  cat <<EOF
-# One worker, no buffering, keep-alive HTTP/1.1 to the upstream: nginx as a plain streaming
-# pass-through, the baseline toolpulse is compared with.
-daemon off;
-master_process on;
-worker_processes 1;
-user root;
-pid $TMP/nginx/nginx.pid;
-error_log $TMP/nginx/error.log warn;
-worker_rlimit_nofile $2;
-events {
-    worker_connections $1;
-}
-http {
-    access_log off;
-    client_body_temp_path $TMP/nginx/body;
-    proxy_temp_path $TMP/nginx/proxy;
-    fastcgi_temp_path $TMP/nginx/fastcgi;
-    uwsgi_temp_path $TMP/nginx/uwsgi;
-    scgi_temp_path $TMP/nginx/scgi;
-    keepalive_requests 1000000;
-    upstream gateway {
-        server 127.0.0.1:$UP_PORT;
-        keepalive 1024;
-        keepalive_requests 1000000;
-    }
-    server {
-        listen 127.0.0.1:$NGX_PORT backlog=4096;${3:+
-        listen $3 http2 backlog=4096;
-        http2_max_concurrent_streams 128;}
-        location / {
-            proxy_pass http://gateway;
-            proxy_http_version 1.1;
-            proxy_set_header Connection "";
-            proxy_buffering off;
-            proxy_read_timeout 300s;
-        }
-    }
-}
-EOF
-}
-nginx_conf 8192 16384 >"$TMP/nginx/nginx.conf"
+# The default phases: 8192 connections, no HTTP/2; phase scale makes its own (below).
+nginx_conf "$NGX_PORT" 8192 16384 >"$TMP/nginx/nginx.conf"
 
 # start_nginx [CONFIG]: nginx with $TMP/nginx/nginx.conf (or CONFIG).
 start_nginx() {
@@ -583,7 +537,7 @@ scale_phase() {
 
 # scale: the phase through the three targets, then the usual processes back.
 scale() {
-  nginx_conf "$((SCALE[0] + 1024 > 8192 ? SCALE[0] + 1024 : 8192))" 16384 "127.0.0.1:$NGX_H2_PORT" \
+  nginx_conf "$NGX_PORT" "$((SCALE[0] + 1024 > 8192 ? SCALE[0] + 1024 : 8192))" 16384 "127.0.0.1:$NGX_H2_PORT" \
     >"$TMP/nginx/nginx-scale.conf"
   { cat "$TMP/toolpulse.toml" && printf '\n# Phase scale.\n%s\n' "$SCALE_TOML"; } >"$TMP/toolpulse-scale.toml"
   log "phase scale: $(scale_shape)"
