@@ -430,4 +430,50 @@ mod tests {
         tcp.readable().await.expect("the FIN arrives");
         assert!(!conn.is_open(), "closed once its FIN is in");
     }
+
+    /// A read is copied out at its size, and a stream waiting for its next event holds no read
+    /// buffer; a read over [`COPY_MAX`] sends the next one straight into the stream's buffer.
+    /// Each read waits for the bytes to be readable (an event), never for a clock.
+    #[tokio::test]
+    async fn a_waiting_stream_holds_no_read_buffer() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let client = TcpStream::connect(listener.local_addr().expect("addr"));
+        let (client, accepted) = tokio::join!(client, listener.accept());
+        let (mut upstream, _) = accepted.expect("accept");
+        let mut conn = Connection::new(Io::Plain(client.expect("connect")));
+        let fill = async |conn: &mut Connection| {
+            std::future::poll_fn(|cx| conn.poll_fill(cx))
+                .await
+                .expect("read")
+        };
+
+        upstream.write_all(&[b'e'; 300]).await.expect("write");
+        assert_eq!(fill(&mut conn).await, 300);
+        assert_eq!(
+            (conn.buf.len(), conn.buf.capacity()),
+            (300, 300),
+            "its size"
+        );
+        let event = conn.buf.split_to(300).freeze();
+        let mut cx = Context::from_waker(Waker::noop());
+        assert!(conn.poll_fill(&mut cx).is_pending(), "nothing more yet");
+        assert_eq!(conn.buf.capacity(), 0, "no buffer while waiting");
+        drop(event);
+
+        let flood = vec![b'f'; 3 * COPY_MAX];
+        upstream.write_all(&flood).await.expect("write");
+        let mut read = 0;
+        while read < flood.len() {
+            read += fill(&mut conn).await;
+        }
+        assert!(conn.flooding, "a read over COPY_MAX was seen");
+        conn.buf.clear();
+        upstream.write_all(b"x").await.expect("write");
+        assert_eq!(fill(&mut conn).await, 1);
+        assert!(
+            conn.buf.capacity() >= READ_BUF_MAX,
+            "read straight into the stream's buffer"
+        );
+        assert!(!conn.flooding, "a small read: back to the scratch buffer");
+    }
 }
