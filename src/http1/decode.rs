@@ -157,6 +157,21 @@ impl Decoder {
         result
     }
 
+    /// Takes the framing at the start of `buf` up to the next body data (none for a body that
+    /// is not chunked): how many bytes. Lets a reader see that a read holds nothing after its
+    /// data but framing. An error is kept, as [`Decoder::decode`] keeps it.
+    pub fn framing(&mut self, buf: &[u8]) -> Result<usize, DecodeError> {
+        let result = match &mut self.kind {
+            Kind::Chunked(chunked) => chunked.framing(buf),
+            Kind::Failed(e) => Err(*e),
+            _ => Ok(0),
+        };
+        if let Err(e) = result {
+            self.kind = Kind::Failed(e);
+        }
+        result
+    }
+
     /// The connection reached end of file: Ok when the body may end there (Close framing, or
     /// already done), else Err (the body was cut short).
     pub fn eof(&mut self) -> Result<(), DecodeError> {
@@ -198,25 +213,50 @@ fn take_length(remaining: &mut u64, buf: &[u8]) -> Step {
 }
 
 impl Chunked {
-    /// Framing bytes one at a time, until chunk data (returned at once, as much as `buf`
-    /// holds), the body's end, or the end of `buf`.
+    /// Framing up to chunk data (returned at once, as much as `buf` holds), the body's end, or
+    /// the end of `buf`.
     fn decode(&mut self, buf: &[u8]) -> Result<Step, DecodeError> {
+        let at = self.framing(buf)?;
+        if self.state != State::Data || at == buf.len() {
+            return Ok(Step {
+                consumed: at,
+                data: None,
+            });
+        }
+        let take = usize::try_from(self.size)
+            .unwrap_or(usize::MAX)
+            .min(buf.len() - at);
+        self.size -= take as u64;
+        if self.size == 0 {
+            self.state = State::DataCr;
+        }
+        Ok(Step {
+            consumed: at + take,
+            data: Some(at..at + take),
+        })
+    }
+
+    /// Takes framing bytes, one at a time, up to chunk data, the body's end or the end of
+    /// `buf`; how many it took.
+    fn framing(&mut self, buf: &[u8]) -> Result<usize, DecodeError> {
         let mut at = 0;
         while at < buf.len() {
             match self.state {
-                State::Done => break,
-                State::Data => {
-                    let take = usize::try_from(self.size)
-                        .unwrap_or(usize::MAX)
-                        .min(buf.len() - at);
-                    self.size -= take as u64;
-                    if self.size == 0 {
-                        self.state = State::DataCr;
-                    }
-                    return Ok(Step {
-                        consumed: at + take,
-                        data: Some(at..at + take),
-                    });
+                State::Data | State::Done => break,
+                // The usual framing between two chunks, `CRLF size CRLF`, taken whole; the
+                // same states as byte by byte, which handles everything else.
+                State::DataCr if buf[at..].starts_with(b"\r\n") => {
+                    self.state = State::SizeStart;
+                    at += 2;
+                }
+                State::SizeStart if let Some((size, len)) = plain_size_line(&buf[at..]) => {
+                    self.size = size;
+                    self.state = if size == 0 {
+                        State::TrailerStart
+                    } else {
+                        State::Data
+                    };
+                    at += len;
                 }
                 _ => {
                     self.state = self.next_state(buf[at])?;
@@ -224,10 +264,7 @@ impl Chunked {
                 }
             }
         }
-        Ok(Step {
-            consumed: at,
-            data: None,
-        })
+        Ok(at)
     }
 
     /// The state after `byte`, outside chunk data.
@@ -321,6 +358,21 @@ impl Chunked {
             _ => Err(DecodeError::InvalidTrailer),
         }
     }
+}
+
+/// A size line of hex digits and CRLF, no extension, no whitespace, at most 16 digits (so
+/// the size fits): `(size, the line's length)`. `None` sends the bytes through the byte by byte
+/// states, which take every other form and refuse what is wrong.
+fn plain_size_line(buf: &[u8]) -> Option<(u64, usize)> {
+    let mut size = 0u64;
+    for (i, &byte) in buf.iter().enumerate().take(17) {
+        match hex_digit(byte) {
+            Some(digit) if i < 16 => size = size << 4 | u64::from(digit),
+            None if i > 0 && buf[i..].starts_with(b"\r\n") => return Some((size, i + 2)),
+            _ => return None,
+        }
+    }
+    None
 }
 
 /// After the size digits: whitespace (hyper's leniency), an extension, or the CR.

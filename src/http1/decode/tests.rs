@@ -312,6 +312,13 @@ fn any_split_gives_the_same_data_and_outcome() {
             b"5;a=b\r\nhello\r\n1 ;c=\"d\"\r\n \r\n10\r\n0123456789abcdef\r\n0;last\r\nX-T: 1\r\nY:\t2 \r\n\r\nnext",
         ),
         (Framing::Chunked, b"3\r\nabc\r\n0\r\nX: 1\n\r\n"),
+        // Plain size lines (taken whole when they lie in one read), one of 17 digits (not).
+        (
+            Framing::Chunked,
+            b"2\r\nab\r\n00000000000000001\r\nc\r\nA\r\n0123456789\r\n000\r\n\r\n",
+        ),
+        (Framing::Chunked, b"FFFFFFFFFFFFFFFF\r\nab"),
+        (Framing::Chunked, b"2\r\nab\r\n3\r"),
         (Framing::Chunked, b"4\r\nabc"),
         (Framing::Chunked, long_ext.as_bytes()),
         (Framing::Length(11), b"hello world and more"),

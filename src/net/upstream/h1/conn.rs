@@ -1,15 +1,9 @@
 //! One HTTP/1.1 connection to the upstream, read and written by toolpulse itself with the codec
 //! both roles share (`http1`, as a client): the request head written with one write (with the
 //! body, when it is in memory), the response head parsed from the read buffer, the body decoded
-//! from the same buffer and handed on as slices of it — no task, no channel, no second buffer.
-//! Shaped after pingora's HTTP/1 client (`protocols/http/v1/client.rs`) and hyper's
-//! `proto/h1`.
-//!
-//! Reads go into the thread's scratch buffer (64 KiB, `http1::buffer::READ_BUF_MAX`, the most
-//! one read takes) and are copied out at their size: a stream holds no read buffer of its own
-//! (a flood's large reads go straight into the connection's buffer).
+//! from the reads as they come (`read`) — no task, no channel, no second buffer. Shaped after
+//! pingora's HTTP/1 client (`protocols/http/v1/client.rs`) and hyper's `proto/h1`.
 
-use std::cell::RefCell;
 use std::io;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -21,8 +15,8 @@ use http_body::{Body, Frame, SizeHint};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 use super::io::Io;
+use super::read::{BodyRead, Reads};
 use super::request::{Upload, UploadError, write_some};
-use crate::http1::buffer::READ_BUF_MAX;
 use crate::http1::client::{self, HeadError, Parsed};
 use crate::http1::decode::{DecodeError, Decoder};
 use crate::http1::encode::Out;
@@ -31,17 +25,8 @@ use crate::http1::{Framing, Known};
 use crate::net::upstream::outgoing::Outgoing;
 use crate::net::upstream::pool::{Idle, Pool, Reusable};
 
-/// Reads up to this size are copied out of the scratch buffer; a larger one sends the next
-/// read straight into the connection's buffer.
-const COPY_MAX: usize = 4 * 1024;
 /// A request body in memory up to this size goes out in the head's write.
 const COALESCE_MAX: usize = 64 * 1024;
-
-thread_local! {
-    /// Where upstream connections on this thread read into (the largest read), before what was
-    /// read is copied out.
-    static SCRATCH: RefCell<Box<[u8]>> = RefCell::new(vec![0; READ_BUF_MAX].into_boxed_slice());
-}
 
 /// What went wrong on an exchange.
 #[derive(Debug, thiserror::Error)]
@@ -61,50 +46,16 @@ pub enum H1Error {
 /// A connection to the upstream: its stream, and what was read of it and not yet taken.
 pub struct Connection {
     io: Io,
-    buf: BytesMut,
-    /// The last read was larger than [`COPY_MAX`]: the next one goes straight into `buf`.
-    flooding: bool,
+    /// What was read and not yet taken.
+    reads: Reads,
 }
 
 impl Connection {
     pub fn new(io: Io) -> Box<Connection> {
         Box::new(Connection {
             io,
-            buf: BytesMut::new(),
-            flooding: false,
+            reads: Reads::default(),
         })
-    }
-
-    /// Reads once into the buffer; the number of bytes read (0 at end of file).
-    ///
-    /// A read goes into the thread's scratch buffer and what it got is copied into `buf`, which
-    /// holds exactly the bytes not yet taken: an open stream waiting for its next event holds
-    /// no read buffer (a buffer per stream would be 2 KiB of every one when 10,000 are open),
-    /// an event on its way to the client holds its own size, and a paced event costs two small
-    /// allocations instead of a 2 KiB one (glibc serves 2 KiB from its slow path). After a read
-    /// of more than [`COPY_MAX`] (a flood), reads go straight into `buf` instead, uncopied,
-    /// until one is small again.
-    fn poll_fill(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<usize>> {
-        if self.buf.is_empty() {
-            // Let go of the share of the last buffer the event handed on still holds.
-            self.buf = BytesMut::new();
-        }
-        let io = Pin::new(&mut self.io);
-        let n = if self.flooding {
-            if self.buf.capacity() - self.buf.len() < READ_BUF_MAX {
-                self.buf.reserve(READ_BUF_MAX);
-            }
-            ready!(tokio_util::io::poll_read_buf(io, cx, &mut self.buf))?
-        } else {
-            ready!(SCRATCH.with_borrow_mut(|scratch| {
-                let mut read = ReadBuf::new(scratch);
-                ready!(io.poll_read(cx, &mut read))?;
-                self.buf.extend_from_slice(read.filled());
-                Poll::Ready(Ok::<_, io::Error>(read.filled().len()))
-            }))?
-        };
-        self.flooding = n > COPY_MAX;
-        Poll::Ready(Ok(n))
     }
 
     /// Writes all of `out`, vectored.
@@ -123,7 +74,7 @@ impl Reusable for Connection {
     /// Whether the connection can take a request: nothing to read and no end of file, without
     /// waiting (the upstream closed, reset or sent something unasked while it was idle).
     fn is_open(&mut self) -> bool {
-        if !self.buf.is_empty() {
+        if !self.reads.buf.is_empty() {
             return false;
         }
         let mut cx = Context::from_waker(Waker::noop());
@@ -248,7 +199,7 @@ impl std::future::Future for Exchange<'_> {
         loop {
             // Parsed only once its blank line is in (a head dripped a byte at a time would be
             // parsed from its start at every byte).
-            let buf = &this.conn.buf;
+            let buf = &this.conn.reads.buf;
             let complete = has_blank_line(buf, this.searched) || buf.len() >= MAX_HEAD_BYTES;
             this.searched = buf.len();
             let parsed = match complete {
@@ -258,18 +209,18 @@ impl std::future::Future for Exchange<'_> {
             match parsed {
                 Ok(Parsed::Partial) => {}
                 Ok(Parsed::Informational { len }) => {
-                    this.conn.buf.advance(len);
+                    this.conn.reads.buf.advance(len);
                     this.searched = 0;
                     continue;
                 }
                 Ok(Parsed::Final { head, len }) => {
-                    this.conn.buf.advance(len);
+                    this.conn.reads.buf.advance(len);
                     let reusable = this.upload_failed.is_none();
                     return Poll::Ready(Ok((head, reusable)));
                 }
                 Err(error) => return Poll::Ready(Err(error.into())),
             }
-            let read = ready!(this.conn.poll_fill(cx));
+            let read = ready!(this.conn.reads.poll_fill(Pin::new(&mut this.conn.io), cx));
             match read {
                 Ok(0) | Err(_) if this.upload_failed.is_some() => {
                     let error = this.upload_failed.take().map(H1Error::from);
@@ -348,17 +299,17 @@ impl H1Body {
         }
         self.poll_upload(conn, cx);
         loop {
-            let step = match self.decoder.decode(&conn.buf) {
+            let step = match self.decoder.decode(&conn.reads.buf) {
                 Ok(step) => step,
                 Err(error) => return self.fail(error.into()),
             };
             if let Some(data) = step.data {
-                conn.buf.advance(data.start);
-                let bytes = conn.buf.split_to(data.len()).freeze();
-                conn.buf.advance(step.consumed - data.end);
+                conn.reads.buf.advance(data.start);
+                let bytes = conn.reads.buf.split_to(data.len()).freeze();
+                conn.reads.buf.advance(step.consumed - data.end);
                 return Poll::Ready(Some(Ok(Frame::data(bytes))));
             }
-            conn.buf.advance(step.consumed);
+            conn.reads.buf.advance(step.consumed);
             if self.decoder.is_done() {
                 self.ended = true;
                 return Poll::Ready(None);
@@ -366,8 +317,12 @@ impl H1Body {
             if step.consumed > 0 {
                 continue;
             }
-            match ready!(conn.poll_fill(cx)) {
-                Ok(0) => {
+            match ready!(
+                conn.reads
+                    .poll_body_read(Pin::new(&mut conn.io), &mut self.decoder, cx)
+            ) {
+                Ok(BodyRead::Data(bytes)) => return Poll::Ready(Some(Ok(Frame::data(bytes)))),
+                Ok(BodyRead::Closed) => {
                     self.reusable = false;
                     if let Err(error) = self.decoder.eof() {
                         return self.fail(error.into());
@@ -375,7 +330,7 @@ impl H1Body {
                     self.ended = true;
                     return Poll::Ready(None);
                 }
-                Ok(_) => {}
+                Ok(BodyRead::Buffered) => {}
                 Err(error) => return self.fail(error.into()),
             }
         }
@@ -398,8 +353,8 @@ impl Drop for H1Body {
         if let Some(mut conn) = self.conn.take() {
             // An idle connection keeps no read buffer either (bytes left over make `is_open`
             // refuse it, so those stay).
-            if conn.buf.is_empty() {
-                conn.buf = BytesMut::new();
+            if conn.reads.buf.is_empty() {
+                conn.reads.buf = BytesMut::new();
             }
             self.pool.put(Idle::new(conn));
         }
@@ -429,51 +384,5 @@ mod tests {
         };
         tcp.readable().await.expect("the FIN arrives");
         assert!(!conn.is_open(), "closed once its FIN is in");
-    }
-
-    /// A read is copied out at its size, and a stream waiting for its next event holds no read
-    /// buffer; a read over [`COPY_MAX`] sends the next one straight into the stream's buffer.
-    /// Each read waits for the bytes to be readable (an event), never for a clock.
-    #[tokio::test]
-    async fn a_waiting_stream_holds_no_read_buffer() {
-        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-        let client = TcpStream::connect(listener.local_addr().expect("addr"));
-        let (client, accepted) = tokio::join!(client, listener.accept());
-        let (mut upstream, _) = accepted.expect("accept");
-        let mut conn = Connection::new(Io::Plain(client.expect("connect")));
-        let fill = async |conn: &mut Connection| {
-            std::future::poll_fn(|cx| conn.poll_fill(cx))
-                .await
-                .expect("read")
-        };
-
-        upstream.write_all(&[b'e'; 300]).await.expect("write");
-        assert_eq!(fill(&mut conn).await, 300);
-        assert_eq!(
-            (conn.buf.len(), conn.buf.capacity()),
-            (300, 300),
-            "its size"
-        );
-        let event = conn.buf.split_to(300).freeze();
-        let mut cx = Context::from_waker(Waker::noop());
-        assert!(conn.poll_fill(&mut cx).is_pending(), "nothing more yet");
-        assert_eq!(conn.buf.capacity(), 0, "no buffer while waiting");
-        drop(event);
-
-        let flood = vec![b'f'; 3 * COPY_MAX];
-        upstream.write_all(&flood).await.expect("write");
-        let mut read = 0;
-        while read < flood.len() {
-            read += fill(&mut conn).await;
-        }
-        assert!(conn.flooding, "a read over COPY_MAX was seen");
-        conn.buf.clear();
-        upstream.write_all(b"x").await.expect("write");
-        assert_eq!(fill(&mut conn).await, 1);
-        assert!(
-            conn.buf.capacity() >= READ_BUF_MAX,
-            "read straight into the stream's buffer"
-        );
-        assert!(!conn.flooding, "a small read: back to the scratch buffer");
     }
 }

@@ -7,6 +7,8 @@
 //!
 //! - [`conn`] is the connection: the request written, the head and body read from one buffer,
 //!   the connection handed back to the pool;
+//! - `read` reads it: into the thread's scratch buffer, a small body read decoded there and its
+//!   data copied out at its size, a flood read straight into the connection's buffer;
 //! - `request` writes the request body as its framing says, while the response may already
 //!   be coming;
 //! - `io` is the byte stream, TCP or TLS, taken out of the connector's wrappers.
@@ -16,4 +18,5 @@
 
 pub mod conn;
 mod io;
+mod read;
 mod request;
