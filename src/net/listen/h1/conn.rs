@@ -21,11 +21,11 @@ use std::time::Duration;
 use bytes::{Buf, Bytes};
 use http::Request;
 use http_body::Body;
-use tokio::io::ReadBuf;
 use tokio::time::Sleep;
 
 use super::body::{Incoming, Shared};
 use super::date::with_date;
+use super::gone::CloseWatch;
 use super::linger::Linger;
 use super::send::{SendTimer, take, write};
 use crate::http1::encode::{LAST_CHUNK, Out};
@@ -60,6 +60,8 @@ pub struct Connection<R: Respond> {
     /// Why toolpulse closed it, when it timed the client out itself.
     closed: Option<Closed>,
     send_timer: SendTimer,
+    /// Made when an exchange first looks for the client's close.
+    close_watch: Option<CloseWatch>,
 }
 
 enum State<R: Respond> {
@@ -89,6 +91,8 @@ struct Exchange {
     body_done: bool,
     /// The client sent more while this exchange ran: no more watching for its close.
     sent_more: bool,
+    /// The close watch has its waker registered with the socket ([`CloseWatch::poll_peek`]).
+    watch_armed: bool,
     /// Answered 408: the client was too slow sending its request.
     too_slow: bool,
 }
@@ -104,6 +108,7 @@ impl<R: Respond> Connection<R> {
             closing: false,
             closed: None,
             send_timer: SendTimer::new(limits.send_timeout),
+            close_watch: None,
             limits,
         }
     }
@@ -201,6 +206,7 @@ impl<R: Respond> Connection<R> {
             keep_alive: head.keep_alive && !self.closing,
             body_done: false,
             sent_more: false,
+            watch_armed: false,
             too_slow: false,
         };
         let response = Box::pin(self.respond.respond(Request::from_parts(parts, body)));
@@ -210,7 +216,12 @@ impl<R: Respond> Connection<R> {
     /// Whether the client closed (or reset) the connection while its exchange runs. Only
     /// looked at once the request body is read (until then the body reads the socket), and
     /// until the client sends anything more (a pipelined request: not a close).
-    fn client_gone(shared: &Shared, exchange: &mut Exchange, cx: &mut Context<'_>) -> bool {
+    fn client_gone(
+        shared: &Shared,
+        watch: &mut Option<CloseWatch>,
+        exchange: &mut Exchange,
+        cx: &mut Context<'_>,
+    ) -> bool {
         if exchange.sent_more {
             return false;
         }
@@ -220,9 +231,8 @@ impl<R: Respond> Connection<R> {
                 return false;
             }
         }
-        let mut probe = [0u8; 1];
-        let mut probe = ReadBuf::new(&mut probe);
-        match shared.stream.poll_peek(cx, &mut probe) {
+        let watch = watch.get_or_insert_with(CloseWatch::default);
+        match watch.poll_peek(&shared.stream, &mut exchange.watch_armed, cx) {
             Poll::Pending => false,
             Poll::Ready(Ok(0)) | Poll::Ready(Err(_)) => true,
             Poll::Ready(Ok(_)) => {
@@ -290,7 +300,7 @@ impl<R: Respond> Connection<R> {
             } else if *ended {
                 return Poll::Ready(Ok(exchange.keep_alive && !self.closing));
             }
-            if Self::client_gone(&self.shared, exchange, cx) {
+            if Self::client_gone(&self.shared, &mut self.close_watch, exchange, cx) {
                 tracing::debug!("client closed the connection mid-response");
                 return Poll::Ready(Ok(false));
             }
@@ -313,7 +323,7 @@ impl<R: Respond> Future for Connection<R> {
                 },
                 State::Waiting { response, exchange } => {
                     let Poll::Ready(response) = response.as_mut().poll(cx) else {
-                        if Self::client_gone(&this.shared, exchange, cx) {
+                        if Self::client_gone(&this.shared, &mut this.close_watch, exchange, cx) {
                             tracing::debug!("client closed the connection before its response");
                             return Poll::Ready(Ok(()));
                         }

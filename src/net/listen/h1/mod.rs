@@ -17,5 +17,6 @@
 pub mod body;
 pub mod conn;
 mod date;
+mod gone;
 mod linger;
 mod send;
