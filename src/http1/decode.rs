@@ -84,7 +84,7 @@ enum State {
 }
 
 /// One call's work: the caller drops `buf[..consumed]` after passing on `data`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Step {
     /// How many bytes at the start of the buffer the decoder took.
     pub consumed: usize,

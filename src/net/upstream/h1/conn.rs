@@ -18,7 +18,7 @@ use super::io::Io;
 use super::read::{BodyRead, Reads};
 use super::request::{Upload, UploadError, write_some};
 use crate::http1::client::{self, HeadError, Parsed};
-use crate::http1::decode::{DecodeError, Decoder};
+use crate::http1::decode::{DecodeError, Decoder, Step};
 use crate::http1::encode::Out;
 use crate::http1::head::{MAX_HEAD_BYTES, has_blank_line};
 use crate::http1::{Framing, Known};
@@ -299,9 +299,14 @@ impl H1Body {
         }
         self.poll_upload(conn, cx);
         loop {
-            let step = match self.decoder.decode(&conn.reads.buf) {
-                Ok(step) => step,
-                Err(error) => return self.fail(error.into()),
+            // Nothing to decode: a paced stream's buffer between two reads. (A decoding error
+            // leaves its bytes in the buffer, so it is not skipped.)
+            let step = match conn.reads.buf.is_empty() {
+                true => Step::default(),
+                false => match self.decoder.decode(&conn.reads.buf) {
+                    Ok(step) => step,
+                    Err(error) => return self.fail(error.into()),
+                },
             };
             if let Some(data) = step.data {
                 conn.reads.buf.advance(data.start);

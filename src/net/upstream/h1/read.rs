@@ -116,13 +116,16 @@ impl Reads {
 
 /// Takes `read`'s first body data and the framing after it; keeps the rest in `buf`.
 fn decode_read(read: &[u8], decoder: &mut Decoder, buf: &mut BytesMut) -> BodyRead {
-    // A decoding error stays in the decoder, which gives it again when `buf` is decoded.
+    // A decoding error stays in the decoder, which gives it again when `buf` is decoded: the
+    // bytes are kept there, so that it is.
     let Ok(step) = decoder.decode(read) else {
+        buf.extend_from_slice(read);
         return BodyRead::Buffered;
     };
     let mut end = step.consumed;
     if step.data.is_some() {
-        // An error here is kept for the next decode, after this data has gone on.
+        // An error here is given after this data has gone on (the bytes from where the framing
+        // went wrong are kept).
         end += decoder.framing(&read[end..]).unwrap_or(0);
     }
     // Bytes after the body's end, or a second chunk's: kept in order.
@@ -253,5 +256,31 @@ mod tests {
         assert_eq!(&conn.reads.buf[step.data.expect("data")], b"cde");
         assert_eq!(decoder.framing(&conn.reads.buf[step.consumed..]), Ok(7));
         assert!(decoder.is_done());
+    }
+
+    /// Framing that goes wrong after a chunk's data, in the same read: the data goes on, then
+    /// the error is given, from the bytes kept for it.
+    #[tokio::test]
+    async fn an_error_after_the_data_comes_after_it() {
+        let (mut conn, mut upstream) = connected().await;
+        let mut decoder = Decoder::new(Framing::Chunked);
+        upstream
+            .write_all(b"5\r\nhello\r\nZZ")
+            .await
+            .expect("write");
+        let read = std::future::poll_fn(|cx| {
+            conn.reads
+                .poll_body_read(Pin::new(&mut conn.io), &mut decoder, cx)
+        })
+        .await;
+        let Ok(BodyRead::Data(data)) = read else {
+            panic!("data")
+        };
+        assert_eq!(&data[..], b"hello");
+        assert!(!conn.reads.buf.is_empty(), "the bad bytes are kept");
+        assert_eq!(
+            decoder.decode(&conn.reads.buf),
+            Err(crate::http1::decode::DecodeError::InvalidChunkSize)
+        );
     }
 }
