@@ -22,7 +22,7 @@ use crate::app::admin::{self, Admin};
 use crate::config::{Config, Overrides};
 use crate::features::mcp::{self, Front};
 use crate::features::progress::ProgressHub;
-use crate::features::progress::bus::BusHub;
+use crate::features::progress::bus::{BusHub, link};
 use crate::features::progress::local::LocalHub;
 use crate::features::telemetry::Telemetry;
 use crate::metrics::Reload;
@@ -65,6 +65,12 @@ pub async fn run(
         None => None,
     };
     if let Some(bus) = &bus {
+        // Listening only once Redis answered (or could not: then the bus is down, logged,
+        // and the replica serves on its own until it is back).
+        let limit = link::CONNECT_TIMEOUT + link::OP_TIMEOUT;
+        if !bus.settled(limit).await {
+            tracing::warn!("serving before the progress bus is up");
+        }
         proxy = proxy.with_shared_pairs(bus.link());
     }
     let hub = progress_hub(&config, bus);

@@ -376,6 +376,31 @@ async fn registered(redis: &RedisServer, prefix: &str, call_id: &str) {
 
 // ---------------------------------------------------------------------------------------------
 
+/// A replica listens only once its progress bus has answered: a first turn served before would
+/// have its hosted pairs stored on that replica alone, and its next turn, reaching another,
+/// refused. The order of its log lines says it, whatever the machine's speed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_listens_once_its_bus_has_answered() {
+    let test = "a_replica_listens_once_its_bus_has_answered";
+    let Some(redis) = RedisServer::start(test) else {
+        return;
+    };
+    let (calls, mcp) = (
+        start_gateway().await,
+        common::steps::start_mcp_server().await,
+    );
+    let replica = Toolpulse::start(&redis, "t0", &calls.gateway.url(), mcp);
+    let log = replica.log.lock().expect("lock").clone();
+    let connected = log
+        .iter()
+        .position(|l| l.contains("progress bus connected"));
+    let listening = log.iter().position(|l| listening(l).is_some());
+    assert!(
+        connected.is_some() && connected < listening,
+        "connected, then listening: {log:?}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn progress_reaches_the_stream_through_the_other_replica_in_order() {
     let test = "progress_reaches_the_stream_through_the_other_replica_in_order";

@@ -45,6 +45,8 @@ pub struct Link {
     pub went_down: Notify,
     /// Woken when the bus is back, so the subscriber reconnects at once.
     pub came_back: Notify,
+    /// Woken when the first probe has its answer, up or down ([`Link::settled`]).
+    first_answer: Notify,
 }
 
 impl Link {
@@ -72,6 +74,7 @@ impl Link {
             state: AtomicU8::new(CONNECTING),
             went_down: Notify::new(),
             came_back: Notify::new(),
+            first_answer: Notify::new(),
         })
     }
 
@@ -82,6 +85,19 @@ impl Link {
 
     pub fn is_up(&self) -> bool {
         self.state.load(Ordering::Acquire) == UP
+    }
+
+    /// Returns once the first probe has its answer, up or down (at once if it has). A replica
+    /// that serves before would keep a first turn's hosted pairs to itself.
+    pub async fn settled(&self) {
+        let answered = self.first_answer.notified();
+        tokio::pin!(answered);
+        // Registered before the look, so an answer between the two is not missed.
+        answered.as_mut().enable();
+        if self.state.load(Ordering::Acquire) != CONNECTING {
+            return;
+        }
+        answered.await;
     }
 
     /// Runs one operation with the time limit; a failure is counted and marks the bus down.
@@ -108,6 +124,9 @@ impl Link {
     pub fn failed(&self, op: BusOp, error: &dyn Display) {
         self.count_error(op, 1);
         let before = self.state.swap(DOWN, Ordering::AcqRel);
+        if before == CONNECTING {
+            self.first_answer.notify_waiters();
+        }
         if before != DOWN {
             self.metrics.progress_bus_up.set(0);
             tracing::warn!(
@@ -136,7 +155,10 @@ impl Link {
                 // two attempts right now, and must not then sleep out its back-off.
                 self.came_back.notify_one();
             }
-            CONNECTING => tracing::info!(replica = %self.replica, "progress bus connected"),
+            CONNECTING => {
+                tracing::info!(replica = %self.replica, "progress bus connected");
+                self.first_answer.notify_waiters();
+            }
             _ => {}
         }
     }
@@ -157,5 +179,41 @@ impl Link {
                 false
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::pin::pin;
+    use std::task::{Context, Poll, Waker};
+
+    use super::*;
+
+    fn link() -> Link {
+        // Lazy: nothing connects to this address.
+        Link::new("redis://127.0.0.1:1", "t", Arc::new(Metrics::new())).expect("a link")
+    }
+
+    fn is_pending(settled: std::pin::Pin<&mut impl Future<Output = ()>>) -> bool {
+        let mut cx = Context::from_waker(Waker::noop());
+        settled.poll(&mut cx) == Poll::Pending
+    }
+
+    /// `settled` waits for the first probe's answer, up or down, and then no longer waits.
+    #[tokio::test]
+    async fn settled_waits_for_the_first_answer_either_way() {
+        let up = link();
+        let mut settled = pin!(up.settled());
+        assert!(is_pending(settled.as_mut()), "no answer yet");
+        up.reached();
+        settled.await;
+        up.settled().await;
+
+        let down = link();
+        let mut settled = pin!(down.settled());
+        assert!(is_pending(settled.as_mut()), "no answer yet");
+        down.failed(BusOp::Connect, &"refused");
+        settled.await;
+        assert!(!down.is_up());
     }
 }

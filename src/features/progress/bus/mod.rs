@@ -103,6 +103,15 @@ impl BusHub {
     pub fn is_up(&self) -> bool {
         self.shared.link.is_up()
     }
+
+    /// Waits for the first answer from Redis, up or down, for at most `limit`: a replica that
+    /// served a first turn before its link was up would store that turn's hosted pairs on
+    /// itself only, and a next turn reaching another replica would be refused. Whether the
+    /// bus is up once the wait ends.
+    pub async fn settled(&self, limit: Duration) -> bool {
+        let _ = tokio::time::timeout(limit, self.shared.link.settled()).await;
+        self.is_up()
+    }
 }
 
 impl ProgressHub for BusHub {
