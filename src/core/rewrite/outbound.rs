@@ -8,6 +8,7 @@ use bytes::{Bytes, BytesMut};
 
 use super::output::Output;
 use super::unread::Unread;
+use crate::core::dialect::responses::Skip;
 
 #[derive(Debug, Default)]
 pub struct Outbound {
@@ -67,9 +68,11 @@ impl Outbound {
 
     /// An upstream event going out unread (never while resuming), its data held should an
     /// injection need the number after it.
-    pub fn unread(&mut self, raw: &Bytes, data: &[u8]) {
+    pub fn unread(&mut self, raw: &Bytes, data: &[u8], skip: Skip) {
         self.pieces.raw(raw);
-        self.unread.hold(data, &self.pieces);
+        if skip.numbered {
+            self.unread.hold(data, &self.pieces);
+        }
     }
 
     /// Numbers are followed again: the event held unread is not needed.
