@@ -432,7 +432,7 @@ impl Rewriter {
 
     /// Sends the progress reports pacing allows now, unless an event is half forwarded.
     fn send_due_progress(&mut self, now: Instant) {
-        if self.parser.is_mid_event_output() {
+        if self.parser.is_mid_event_output() || !self.pacer.has_pending() {
             return;
         }
         let due = self.pacer.due(now);
