@@ -210,8 +210,7 @@ impl Rewriter {
             self.on_item(item, now);
         }
         self.send_due_progress(now);
-        self.out.take_into(now, pieces);
-        self.out.end_chunk();
+        self.out.end_chunk(now, pieces);
     }
 
     /// Upstream ended (EOF or disconnect): closes the calls still open and returns the last

@@ -48,9 +48,11 @@ impl Outbound {
         self.pieces.begin_chunk(chunk);
     }
 
-    /// The chunk is done (its output taken): nothing holds it any more.
-    pub fn end_chunk(&mut self) {
+    /// The chunk is done: its output appended to `pieces` (`now` is when it goes out), and
+    /// nothing holds it any more.
+    pub fn end_chunk(&mut self, now: Instant, pieces: &mut impl Extend<Bytes>) {
         self.unread.keep(self.pieces.origin());
+        self.take_into(now, pieces);
         self.pieces.end_chunk();
     }
 
@@ -98,7 +100,7 @@ impl Outbound {
     }
 
     /// [`Outbound::take`], appended to `pieces`.
-    pub fn take_into(&mut self, now: Instant, pieces: &mut impl Extend<Bytes>) {
+    fn take_into(&mut self, now: Instant, pieces: &mut impl Extend<Bytes>) {
         if self.pieces.take_into(pieces) {
             self.last = Some(now);
         }
