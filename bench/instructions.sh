@@ -9,7 +9,10 @@
 # a flood of events arrives, stdout) under callgrind on generated antwort-shaped streams, the same
 # shapes as benches/rewrite.rs: `text` (text deltas only: every event forwarded untouched),
 # `tools` (a web search every 50 events: hosted items injected, later events renumbered) and
-# `tools-openai` (the same under profile `openai`). The cost per event is
+# `tools-openai` (the same under profile `openai`). `text-paced` and `tools-paced` are `text` and
+# `tools` fed one event per `feed_into` call (`rewrite --event-per-read`), as the proxy feeds a
+# paced upstream that sends one event per read: the per-call overhead counts there; a build
+# without that option shows `n/a` for them. The cost per event is
 #   (instructions for EVENTS events - instructions for one event) / (EVENTS - 1),
 # so start-up and exit cancel out. Needs valgrind and python3; prints a Markdown table.
 set -euo pipefail
@@ -44,10 +47,11 @@ for name, every in (("text", None), ("tools", 50)):
         open(f"{out}/{name}-{tag}.sse", "w").write(stream(n, every))
 PY
 
-count() { # BIN FILE [PROFILES]: the instructions callgrind collected
-  local bin=$1 file=$2 profiles=${3:-}
+count() { # BIN FILE [PROFILES [PACED]]: the instructions callgrind collected
+  local bin=$1 file=$2 profiles=${3:-} paced=${4:-}
   local args=(rewrite "$file")
   [ -n "$profiles" ] && args+=(--profiles "$profiles")
+  [ -n "$paced" ] && args+=(--event-per-read)
   env -u TOOLPULSE_CONFIG RUST_LOG=off valgrind --tool=callgrind --callgrind-out-file=/dev/null \
     "$bin" "${args[@]}" 2>"$TMP/vg.log" >/dev/null || { cat "$TMP/vg.log" >&2; exit 1; }
   sed -n 's/.*Collected : \([0-9]*\).*/\1/p' "$TMP/vg.log"
@@ -57,12 +61,17 @@ echo "| build | scenario | instructions per event |"
 echo "|---|---|---|"
 for bin in "$@"; do
   label=$("$bin" --version 2>/dev/null | head -1 || echo "$bin")
-  for scenario in text tools tools-openai; do
-    file=${scenario%-openai}
-    profiles=""
+  for scenario in text tools tools-openai text-paced tools-paced; do
+    file=${scenario%-*}
+    profiles="" paced=""
     [ "$scenario" = tools-openai ] && profiles=openai
-    many=$(count "$bin" "$TMP/$file-n.sse" "$profiles")
-    one=$(count "$bin" "$TMP/$file-1.sse" "$profiles")
+    if [ "${scenario#*-}" = paced ]; then
+      paced=1
+      env -u TOOLPULSE_CONFIG "$bin" rewrite --event-per-read "$TMP/text-1.sse" >/dev/null 2>&1 ||
+        { echo "| $bin | $scenario | n/a |"; continue; }
+    fi
+    many=$(count "$bin" "$TMP/$file-n.sse" "$profiles" "$paced")
+    one=$(count "$bin" "$TMP/$file-1.sse" "$profiles" "$paced")
     per=$(python3 -c "print(f'{($many - $one) / ($EVENTS - 1):,.0f}')")
     echo "| $bin | $scenario | $per |"
   done

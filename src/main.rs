@@ -87,6 +87,10 @@ enum Command {
         /// The upstream stream to rewrite.
         #[arg(default_value = "-")]
         input: PathBuf,
+        /// Feed the rewriter one event per call, as the proxy does when a paced upstream sends
+        /// one event per read (bench/instructions.sh's `-paced` scenarios); the same output.
+        #[arg(long, hide = true)]
+        event_per_read: bool,
     },
     /// Exit 0 if the toolpulse whose admin listener is at ADDR is healthy (for HEALTHCHECK).
     Health {
@@ -139,9 +143,10 @@ fn main() -> ExitCode {
             config,
             profiles,
             input,
+            event_per_read,
         }) => {
             let config = config.as_deref().map(|p| (p, rewrite_config_from_env));
-            rewrite(config, profiles.as_deref(), &input)
+            rewrite(config, profiles.as_deref(), &input, event_per_read)
         }
         Some(Command::Check {
             file,
@@ -237,6 +242,7 @@ fn rewrite(
     config: Option<(&Path, bool)>,
     profiles: Option<&str>,
     input: &Path,
+    event_per_read: bool,
 ) -> anyhow::Result<()> {
     let config = Arc::new(load_config(config)?);
     let mut rewriter =
@@ -255,6 +261,17 @@ fn rewrite(
         Box::new(file)
     };
     let mut stdout = io::stdout().lock();
+    if event_per_read {
+        let mut all = Vec::new();
+        reader
+            .read_to_end(&mut all)
+            .with_context(|| format!("reading {}", input.display()))?;
+        let mut out = io::BufWriter::new(stdout);
+        feed_events(&mut rewriter, &all, &mut out)?;
+        out.write_all(&rewriter.finish(Instant::now()))?;
+        out.flush()?;
+        return Ok(());
+    }
     let mut buf = vec![0; READ_CHUNK_BYTES];
     loop {
         let n = match reader.read(&mut buf) {
@@ -268,6 +285,31 @@ fn rewrite(
     }
     stdout.write_all(&rewriter.finish(Instant::now()))?;
     stdout.flush()?;
+    Ok(())
+}
+
+/// `rewrite --event-per-read`: each event (up to and with the `\n\n` that ends it) fed alone,
+/// as the proxy feeds a paced upstream's reads: handed on as the upstream connection hands a
+/// read on (copied into its buffer, split off and frozen: shared, so a clone is a reference
+/// count; `net/upstream/h1/conn.rs`), its output taken from a queue kept across calls
+/// (`feed_into`). Output is buffered, so a write per event does not weigh in the count.
+fn feed_events(rewriter: &mut Rewriter, input: &[u8], out: &mut impl Write) -> io::Result<()> {
+    let mut queued = std::collections::VecDeque::new();
+    // Built once: the split is not what is measured.
+    let blank_line = memchr::memmem::Finder::new(b"\n\n");
+    let mut rest = input;
+    while !rest.is_empty() {
+        let end = blank_line.find(rest).map_or(rest.len(), |i| i + 2);
+        let (event, tail) = rest.split_at(end);
+        let mut read = bytes::BytesMut::new();
+        read.extend_from_slice(event);
+        let chunk = read.split_to(event.len()).freeze();
+        rewriter.feed_into(chunk, Instant::now(), &mut queued);
+        for piece in queued.drain(..) {
+            out.write_all(&piece)?;
+        }
+        rest = tail;
+    }
     Ok(())
 }
 

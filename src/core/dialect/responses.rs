@@ -87,25 +87,45 @@ pub fn may_signal(event_type: &[u8]) -> bool {
         || TERMINAL_TYPES.iter().any(|t| t.as_bytes() == event_type)
 }
 
+/// What [`may_skip`] knows of an event that may go unread.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Skip {
+    /// The data has a `"sequence_number"` in it (found, not read): the event is kept, should an
+    /// injection need the number after it.
+    pub numbered: bool,
+}
+
 /// Whether an event may go unread: its `event:` line names a type that can carry no
 /// [`Signal`] and lists no output, and its data says the same type. Clients read the data's
 /// `type` (the line is only a hint to them): the line is trusted where the data opens with the
 /// same `type` and names no other `"type"` (a later member would override it; a nested one, as
 /// in a `content_part`, only costs a read). Every gateway seen writes its events so.
-pub fn may_skip(line: &[u8], data: &[u8]) -> bool {
+pub fn may_skip(line: &[u8], data: &[u8]) -> Option<Skip> {
     if may_signal(line) || lists_output(line) {
-        return false;
+        return None;
     }
-    match leading_type_end(data) {
-        Some((kind, end)) => kind == line && !names_type(&data[end..]),
-        None => false,
+    let (kind, end) = leading_type_end(data)?;
+    if kind != line || has_quoted(&data[end..], TYPE_KEY) {
+        return None;
     }
+    // Most gateways write the number right after the type: no search for it then.
+    let numbered =
+        data[end..].starts_with(b",\"sequence_number\"") || has_quoted(data, SEQUENCE_NUMBER_KEY);
+    Some(Skip { numbered })
 }
 
-/// Whether `data` has a `"type"` in it. Found by its `y` (rare in an event's keys: a general
-/// substring search costs twice as much on a text delta, measured in `benches/rewrite.rs`).
-fn names_type(data: &[u8]) -> bool {
-    memchr::memchr_iter(b'y', data).any(|y| y >= 2 && data[y - 2..].starts_with(b"\"type\""))
+/// A key as it is looked for, quoted, and the index of its rarest byte in an event's keys.
+struct Key(&'static [u8], usize);
+
+const TYPE_KEY: Key = Key(b"\"type\"", 2);
+const SEQUENCE_NUMBER_KEY: Key = Key(b"\"sequence_number\"", 3);
+
+/// Whether `data` has `key` (quoted) in it anywhere. Found by its rare byte (`y`, `q`): a
+/// general substring search costs twice as much or more on a text delta (measured in
+/// `benches/rewrite.rs`, and in callgrind: ~260 instructions for a `memmem::Finder` kept in a
+/// static, ~70 for this).
+fn has_quoted(data: &[u8], Key(key, rare): Key) -> bool {
+    memchr::memchr_iter(key[rare], data).any(|i| i >= rare && data[i - rare..].starts_with(key))
 }
 
 /// The top-level members `read` looks at, as raw JSON (never `null`); a repeated key keeps its

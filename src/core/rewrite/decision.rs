@@ -9,7 +9,7 @@
 use std::borrow::Cow;
 use std::ops::Range;
 
-use crate::core::dialect::responses::{Number, Reading};
+use crate::core::dialect::responses::{Number, Reading, Skip};
 
 /// What happens to an upstream event, and where the events injected for it go.
 #[derive(Debug)]
@@ -23,7 +23,7 @@ pub struct Decision<'a> {
 pub enum Fate<'a> {
     /// Goes out as it is, not read (nothing needs its numbers); its data is held for its
     /// `sequence_number` should an injection later need the number after it.
-    Unread(Cow<'a, [u8]>),
+    Unread(Cow<'a, [u8]>, Skip),
     /// Goes out as it is, outside the numbering: a comment, an event without data, an event
     /// that cannot be read.
     Unnumbered,
@@ -60,9 +60,9 @@ impl<'a> Decision<'a> {
     }
 
     /// An event that goes out unread, with `data` (nothing is injected for it).
-    pub fn unread(data: Cow<'a, [u8]>) -> Self {
+    pub fn unread(data: Cow<'a, [u8]>, skip: Skip) -> Self {
         Decision {
-            fate: Fate::Unread(data),
+            fate: Fate::Unread(data, skip),
             inject: Inject::After,
         }
     }

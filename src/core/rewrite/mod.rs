@@ -210,8 +210,7 @@ impl Rewriter {
             self.on_item(item, now);
         }
         self.send_due_progress(now);
-        self.out.take_into(now, pieces);
-        self.out.end_chunk();
+        self.out.end_chunk(now, pieces);
     }
 
     /// Upstream ended (EOF or disconnect): closes the calls still open and returns the last
@@ -319,15 +318,17 @@ impl Rewriter {
             || self.response.indices.is_shifting()
             || self.response.presentation.must_read()
             || !self.tracker.open_calls().is_empty()
-            || !event
-                .event_type()
-                .is_some_and(|line| responses::may_skip(line, &data));
-        if !must_read && !self.out.is_resuming() {
+            || self.out.is_resuming();
+        let skip = match event.event_type() {
+            Some(line) if !must_read => responses::may_skip(line, &data),
+            _ => None,
+        };
+        if let Some(skip) = skip {
             // Not read, so its `output_index` is not seen: every item is introduced by an
             // `output_item.added`/`.done`, which is always read, so the highest index seen is
             // the highest item's (scanning every event for its index cost ~20 % of the
             // text-only throughput).
-            return Decision::unread(data);
+            return Decision::unread(data, skip);
         }
         let Ok(reading) = responses::read(&data) else {
             self.report.stats.unreadable += 1;
@@ -368,7 +369,7 @@ impl Rewriter {
             self.inject(now);
         }
         match decision.fate {
-            Fate::Unread(data) => self.out.unread(event.raw(), &data),
+            Fate::Unread(data, skip) => self.out.unread(event.raw(), &data, skip),
             Fate::Unnumbered => self.out.unnumbered(event.raw()),
             Fate::Forward(data, numbers) => self.forward(event, &data, numbers),
             Fate::Drop => self.numbering.drop_pending(),
@@ -430,7 +431,7 @@ impl Rewriter {
 
     /// Sends the progress reports pacing allows now, unless an event is half forwarded.
     fn send_due_progress(&mut self, now: Instant) {
-        if self.parser.is_mid_event_output() {
+        if self.parser.is_mid_event_output() || !self.pacer.has_pending() {
             return;
         }
         let due = self.pacer.due(now);

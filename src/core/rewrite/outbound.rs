@@ -8,6 +8,7 @@ use bytes::{Bytes, BytesMut};
 
 use super::output::Output;
 use super::unread::Unread;
+use crate::core::dialect::responses::Skip;
 
 #[derive(Debug, Default)]
 pub struct Outbound {
@@ -47,9 +48,11 @@ impl Outbound {
         self.pieces.begin_chunk(chunk);
     }
 
-    /// The chunk is done (its output taken): nothing holds it any more.
-    pub fn end_chunk(&mut self) {
+    /// The chunk is done: its output appended to `pieces` (`now` is when it goes out), and
+    /// nothing holds it any more.
+    pub fn end_chunk(&mut self, now: Instant, pieces: &mut impl Extend<Bytes>) {
         self.unread.keep(self.pieces.origin());
+        self.take_into(now, pieces);
         self.pieces.end_chunk();
     }
 
@@ -67,9 +70,11 @@ impl Outbound {
 
     /// An upstream event going out unread (never while resuming), its data held should an
     /// injection need the number after it.
-    pub fn unread(&mut self, raw: &Bytes, data: &[u8]) {
+    pub fn unread(&mut self, raw: &Bytes, data: &[u8], skip: Skip) {
         self.pieces.raw(raw);
-        self.unread.hold(data, &self.pieces);
+        if skip.numbered {
+            self.unread.hold(data, &self.pieces);
+        }
     }
 
     /// Numbers are followed again: the event held unread is not needed.
@@ -95,7 +100,7 @@ impl Outbound {
     }
 
     /// [`Outbound::take`], appended to `pieces`.
-    pub fn take_into(&mut self, now: Instant, pieces: &mut impl Extend<Bytes>) {
+    fn take_into(&mut self, now: Instant, pieces: &mut impl Extend<Bytes>) {
         if self.pieces.take_into(pieces) {
             self.last = Some(now);
         }

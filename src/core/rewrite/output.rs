@@ -93,7 +93,21 @@ impl Output {
 
     /// The output so far, in order, appended to `pieces`; whether there was any. The list of
     /// segments keeps its capacity, so a stream's steady state allocates no list per chunk.
+    /// One piece (a paced stream's chunk holds one event) goes out without the list, and a
+    /// chunk that goes out whole goes out as itself, not as a slice that shares it (called last
+    /// in a chunk).
     pub fn take_into(&mut self, pieces: &mut impl Extend<Bytes>) -> bool {
+        if self.segments.is_empty() {
+            // The open run or the written bytes, never both.
+            let piece = match self.run.take() {
+                Some(run) if run == (0..self.origin.len()) => std::mem::take(&mut self.origin),
+                Some(run) => self.origin.slice(run),
+                None if !self.out.is_empty() => self.out.split().freeze(),
+                None => return false,
+            };
+            pieces.extend(Some(piece));
+            return true;
+        }
         self.end_run();
         if !self.out.is_empty() {
             self.segments.push(self.out.split().freeze());
@@ -142,6 +156,29 @@ mod tests {
         let mut rest = Vec::new();
         output.take_into(&mut rest);
         assert!(rest.is_empty());
+    }
+
+    #[test]
+    fn a_chunk_that_goes_out_whole_goes_out_as_itself() {
+        let chunk = Bytes::from_static(b"data: 1\n\ndata: 2\n\n");
+        let mut output = Output::default();
+        output.begin_chunk(chunk.clone());
+        output.raw(&chunk.slice(0..9));
+        output.raw(&chunk.slice(9..));
+        let mut pieces = Vec::new();
+        assert!(output.take_into(&mut pieces));
+        output.end_chunk();
+        assert_eq!(pieces.len(), 1);
+        assert_eq!(pieces[0], chunk);
+        assert_eq!(pieces[0].as_ptr(), chunk.as_ptr(), "the chunk, not a copy");
+        // Part of it: a slice of it.
+        output.begin_chunk(chunk.clone());
+        output.raw(&chunk.slice(0..9));
+        let mut part = Vec::new();
+        assert!(output.take_into(&mut part));
+        output.end_chunk();
+        assert_eq!(part, [chunk.slice(0..9)]);
+        assert!(!output.take_into(&mut part), "nothing more");
     }
 
     #[test]

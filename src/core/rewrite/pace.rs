@@ -54,6 +54,11 @@ impl Pacer {
         }
     }
 
+    /// Whether a report waits to go out (at every chunk: most often there is no call to pace).
+    pub fn has_pending(&self) -> bool {
+        self.calls.iter().any(|c| c.pending.is_some())
+    }
+
     /// The pending reports whose call may send one at `now`, marked as sent.
     pub fn due(&mut self, now: Instant) -> Vec<(String, Progress)> {
         let interval = self.interval;

@@ -4,17 +4,11 @@
 //! read only then.
 
 use std::ops::Range;
-use std::sync::LazyLock;
 
 use bytes::Bytes;
-use memchr::memmem;
 
 use super::output::Output;
 use crate::core::dialect::responses;
-
-/// Marks the events kept: a cheap scan instead of a parse.
-static SEQUENCE_NUMBER: LazyLock<memmem::Finder<'static>> =
-    LazyLock::new(|| memmem::Finder::new(b"\"sequence_number\""));
 
 /// The largest event data copied; a larger one is read for its number at once instead (rare,
 /// and cheaper than keeping its copy for the stream's life).
@@ -34,14 +28,11 @@ pub struct Unread {
 }
 
 impl Unread {
-    /// Event data went out unread: held if it has a `sequence_number`. Data that lies in the
-    /// fed chunk is held where it is. Otherwise a copy into a reused buffer: holding the event
-    /// would keep the parser's buffer of held bytes shared, and every later read into it would
-    /// reallocate it.
+    /// Event data with a `sequence_number` went out unread (`responses::Skip::numbered`: events
+    /// without one are not held). Data that lies in the fed chunk is held where it is.
+    /// Otherwise a copy into a reused buffer: holding the event would keep the parser's buffer
+    /// of held bytes shared, and every later read into it would reallocate it.
     pub fn hold(&mut self, data: &[u8], output: &Output) {
-        if SEQUENCE_NUMBER.find(data).is_none() {
-            return;
-        }
         self.forget();
         match output.offset_in_origin(data) {
             Some(start) => self.in_origin = Some(start..start + data.len()),

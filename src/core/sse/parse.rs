@@ -189,10 +189,12 @@ impl Parser {
         let eof = self.at_eof();
         let data = self.data();
         let rest = &data[self.scan..];
-        // The blank line that ends each event, without a search.
+        // The blank line that ends each event, without a search; nor a search of nothing (each
+        // chunk ends so, and every event of a paced stream is a chunk).
         let found = match rest.first() {
             Some(b'\n' | b'\r') => Some(0),
-            _ => memchr::memchr2(b'\n', b'\r', rest),
+            Some(_) => memchr::memchr2(b'\n', b'\r', rest),
+            None => None,
         };
         let Some(i) = found else {
             self.scan = data.len();

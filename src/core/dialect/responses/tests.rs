@@ -5,31 +5,73 @@ use super::*;
 
 #[test]
 fn only_an_event_whose_line_and_data_agree_on_a_quiet_type_may_go_unread() {
+    let skips = |line: &[u8], data: &[u8]| may_skip(line, data).is_some();
     let delta = b"response.output_text.delta";
     let data = br#"{"type":"response.output_text.delta","delta":"say \"type\""}"#;
-    assert!(may_skip(delta, data));
-    assert!(may_skip(
-        delta,
-        br#"{"type": "response.output_text.delta"}"#
-    ));
+    assert!(skips(delta, data));
+    assert!(skips(delta, br#"{"type": "response.output_text.delta"}"#));
     // The line lies, or the data names its type elsewhere, or twice.
-    assert!(!may_skip(b"response.output_text.deltx", data));
-    assert!(!may_skip(
+    assert!(!skips(b"response.output_text.deltx", data));
+    assert!(!skips(
         delta,
         br#"{"delta":"","type":"response.output_text.delta"}"#
     ));
     let twice = br#"{"type":"response.output_text.delta","type":"response.output_item.added"}"#;
-    assert!(!may_skip(delta, twice));
+    assert!(!skips(delta, twice));
     // Types that can signal are always read.
     let added = b"response.output_item.added";
-    assert!(!may_skip(
-        added,
-        br#"{"type":"response.output_item.added"}"#
-    ));
-    assert!(!may_skip(
+    assert!(!skips(added, br#"{"type":"response.output_item.added"}"#));
+    assert!(!skips(
         b"response.completed",
         br#"{"type":"response.completed"}"#
     ));
+}
+
+#[test]
+fn a_skipped_event_is_numbered_where_its_data_has_a_sequence_number_anywhere() {
+    let numbered = |line: &[u8], data: &[u8]| may_skip(line, data).map(|s| s.numbered);
+    let delta = b"response.output_text.delta";
+    let cases: [(&[u8], bool); 6] = [
+        (
+            br#"{"type":"response.output_text.delta","sequence_number":1}"#,
+            true,
+        ),
+        (
+            br#"{"type":"response.output_text.delta","delta":"","sequence_number":1}"#,
+            true,
+        ),
+        // Found, not read: as a string or nested, it counts all the same; with its quotes
+        // escaped, or as part of a longer key, it does not.
+        (
+            br#"{"type":"response.output_text.delta","delta":"sequence_number"}"#,
+            true,
+        ),
+        (
+            br#"{"type":"response.output_text.delta","x":{"sequence_number":1}}"#,
+            true,
+        ),
+        (
+            br#"{"type":"response.output_text.delta","delta":"\"sequence_number\" q"}"#,
+            false,
+        ),
+        (
+            br#"{"type":"response.output_text.delta","sequence_numbers":1}"#,
+            false,
+        ),
+    ];
+    for (data, want) in cases {
+        let memmem = memchr::memmem::find(data, b"\"sequence_number\"").is_some();
+        assert_eq!(memmem, want, "{}", String::from_utf8_lossy(data));
+        assert_eq!(
+            numbered(delta, data),
+            Some(want),
+            "{}",
+            String::from_utf8_lossy(data)
+        );
+    }
+    // A type spelled as the key.
+    let line = b"sequence_number";
+    assert_eq!(numbered(line, br#"{"type":"sequence_number"}"#), Some(true));
 }
 
 #[test]
