@@ -49,66 +49,69 @@ pub(super) struct Reads {
 }
 
 impl Reads {
-    /// Reads once into `buf`; the number of bytes read (0 at end of file).
+    /// Reads once into `buf` (the response head's reads); the number of bytes read (0 at end of
+    /// file).
     pub(super) fn poll_fill(
         &mut self,
         io: Pin<&mut Io>,
         cx: &mut Context<'_>,
     ) -> Poll<io::Result<usize>> {
-        if self.buf.is_empty() {
-            // Let go of the share of the last buffer the event handed on still holds.
-            self.buf = BytesMut::new();
-        }
-        let n = if self.flooding {
-            if self.buf.capacity() - self.buf.len() < READ_BUF_MAX {
-                self.buf.reserve(READ_BUF_MAX);
-            }
-            ready!(tokio_util::io::poll_read_buf(io, cx, &mut self.buf))?
-        } else {
-            ready!(SCRATCH.with_borrow_mut(|scratch| {
-                let mut read = ReadBuf::new(scratch);
-                ready!(io.poll_read(cx, &mut read))?;
-                self.buf.extend_from_slice(read.filled());
-                Poll::Ready(Ok::<_, io::Error>(read.filled().len()))
-            }))?
-        };
-        self.flooding = n > COPY_MAX;
-        Poll::Ready(Ok(n))
+        let before = self.buf.len();
+        Poll::Ready(Ok(match ready!(self.poll_read(io, None, cx))? {
+            BodyRead::Closed => 0,
+            _ => self.buf.len() - before,
+        }))
     }
 
     /// Reads once for a body `decoder` takes apart. A small read into an empty buffer is
-    /// decoded in the scratch buffer: its first data copied out as one `Bytes` of its size
-    /// (forwarded whole, it needs none of the shared handle a slice of a larger buffer
-    /// allocates), its framing taken without a copy. Anything else goes through `buf`.
+    /// decoded in the scratch buffer: its first data copied out as one `Bytes` of its size,
+    /// its framing taken without a copy. Anything else goes through `buf`.
     pub(super) fn poll_body_read(
         &mut self,
         io: Pin<&mut Io>,
         decoder: &mut Decoder,
         cx: &mut Context<'_>,
     ) -> Poll<io::Result<BodyRead>> {
-        if self.flooding || !self.buf.is_empty() {
-            let n = ready!(self.poll_fill(io, cx))?;
+        self.poll_read(io, Some(decoder), cx)
+    }
+
+    /// One read: straight into `buf` while flooding, else into the scratch buffer, decoded
+    /// there when a `decoder` is given and nothing waits in `buf`, copied into `buf` otherwise.
+    fn poll_read(
+        &mut self,
+        io: Pin<&mut Io>,
+        decoder: Option<&mut Decoder>,
+        cx: &mut Context<'_>,
+    ) -> Poll<io::Result<BodyRead>> {
+        if self.buf.is_empty() {
+            // Let go of the share of the last buffer the event handed on still holds.
+            self.buf = BytesMut::new();
+        }
+        let Reads { buf, flooding } = self;
+        if *flooding {
+            if buf.capacity() - buf.len() < READ_BUF_MAX {
+                buf.reserve(READ_BUF_MAX);
+            }
+            let n = ready!(tokio_util::io::poll_read_buf(io, cx, buf))?;
+            *flooding = n > COPY_MAX;
             return Poll::Ready(Ok(if n == 0 {
                 BodyRead::Closed
             } else {
                 BodyRead::Buffered
             }));
         }
-        let Reads { buf, flooding } = self;
-        // Let go of the share of the last buffer the event handed on still holds.
-        *buf = BytesMut::new();
         SCRATCH.with_borrow_mut(|scratch| {
             let mut read = ReadBuf::new(scratch);
             ready!(io.poll_read(cx, &mut read))?;
             let filled = read.filled();
             *flooding = filled.len() > COPY_MAX;
-            Poll::Ready(Ok(match filled.len() {
-                0 => BodyRead::Closed,
-                n if n > COPY_MAX => {
+            Poll::Ready(Ok(match decoder {
+                _ if filled.is_empty() => BodyRead::Closed,
+                Some(decoder) if !*flooding && buf.is_empty() => decode_read(filled, decoder, buf),
+                _ => {
                     buf.extend_from_slice(filled);
                     BodyRead::Buffered
                 }
-                _ => decode_read(filled, decoder, buf),
             }))
         })
     }
