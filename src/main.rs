@@ -290,9 +290,9 @@ fn rewrite(
 
 /// `rewrite --event-per-read`: each event (up to and with the `\n\n` that ends it) fed alone,
 /// as the proxy feeds a paced upstream's reads: handed on as the upstream connection hands a
-/// read on (copied into its buffer, split off and frozen: shared, so a clone is a reference
-/// count; `net/upstream/h1/conn.rs`), its output taken from a queue kept across calls
-/// (`feed_into`). Output is buffered, so a write per event does not weigh in the count.
+/// small read on (its data copied out at its size, `net/upstream/h1/read.rs`), its output taken
+/// from a queue kept across calls (`feed_into`). Output is buffered, so a write per event does
+/// not weigh in the count.
 fn feed_events(rewriter: &mut Rewriter, input: &[u8], out: &mut impl Write) -> io::Result<()> {
     let mut queued = std::collections::VecDeque::new();
     // Built once: the split is not what is measured.
@@ -301,9 +301,7 @@ fn feed_events(rewriter: &mut Rewriter, input: &[u8], out: &mut impl Write) -> i
     while !rest.is_empty() {
         let end = blank_line.find(rest).map_or(rest.len(), |i| i + 2);
         let (event, tail) = rest.split_at(end);
-        let mut read = bytes::BytesMut::new();
-        read.extend_from_slice(event);
-        let chunk = read.split_to(event.len()).freeze();
+        let chunk = bytes::Bytes::copy_from_slice(event);
         rewriter.feed_into(chunk, Instant::now(), &mut queued);
         for piece in queued.drain(..) {
             out.write_all(&piece)?;
