@@ -115,6 +115,10 @@ pub fn held(before: &[Vec<u8>], release: &Arc<Notify>, after: &[Vec<u8>]) -> Rep
     }
 }
 
+/// How long a wait for an event may last before the test calls it lost (a hang guard, not a
+/// deadline: the events waited for come in milliseconds).
+pub const HANG_GUARD: Duration = Duration::from_secs(120);
+
 pub struct Gateway {
     pub addr: SocketAddr,
     pub requests: mpsc::UnboundedReceiver<Recorded>,
@@ -157,6 +161,20 @@ impl Gateway {
             closed,
             accepted,
         }
+    }
+
+    /// Waits until the gateway saw the proxy close a connection held by `WaitForClose`. The
+    /// wait is for that event: the bound only keeps a lost close from hanging the test run,
+    /// and is far beyond what a loaded machine takes (the gateway's own wait is `HANG_GUARD`
+    /// as well, so it reports a close whenever it comes).
+    pub async fn saw_close(&mut self) {
+        let started = std::time::Instant::now();
+        let closed = tokio::time::timeout(HANG_GUARD, self.closed.recv()).await;
+        assert!(
+            matches!(closed, Ok(Some(()))),
+            "the gateway saw no close in {:?}",
+            started.elapsed()
+        );
     }
 
     pub fn url(&self) -> String {
