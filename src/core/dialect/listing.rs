@@ -65,9 +65,9 @@ pub struct Listing<'a> {
 /// the shape is unexpected.
 pub fn listed_items<'a>(data: &'a [u8]) -> Option<Listing<'a>> {
     let text = std::str::from_utf8(data).ok()?;
-    let output = members::get(members::get(text, "response")?.get(), "output")?;
-    let items = serde_json::from_str::<Vec<&RawValue>>(output.get()).ok()?;
-    let start = offset_in(text, output.get());
+    let output = members::get(members::get(text, "response")?, "output")?;
+    let items = serde_json::from_str::<Vec<&RawValue>>(output).ok()?;
+    let start = offset_in(text, output);
     let items = items.into_iter().map(|item| {
         let fields = ItemFields::read(item.get()).ok();
         let kind = fields.as_ref().and_then(|f| string(f.kind).ok().flatten());
@@ -77,7 +77,7 @@ pub fn listed_items<'a>(data: &'a [u8]) -> Option<Listing<'a>> {
             Some("mcp_call" | "web_search_call" | "file_search_call") => ListedKind::Hosted,
             _ => ListedKind::Other,
         };
-        let field = |f: fn(&ItemFields<'a>) -> Option<&'a RawValue>| {
+        let field = |f: fn(&ItemFields<'a>) -> Option<&'a str>| {
             fields.as_ref().and_then(|x| string(f(x)).ok().flatten())
         };
         let call_id = field(|f| f.call_id);
@@ -91,7 +91,7 @@ pub fn listed_items<'a>(data: &'a [u8]) -> Option<Listing<'a>> {
         }
     });
     Some(Listing {
-        span: start..start + output.get().len(),
+        span: start..start + output.len(),
         items: items.collect(),
     })
 }
@@ -99,7 +99,7 @@ pub fn listed_items<'a>(data: &'a [u8]) -> Option<Listing<'a>> {
 /// Where an item's `arguments` string lies in its JSON (quotes included); `None` when it has
 /// none (or `null`), or it is not a string, or the item cannot be read.
 pub fn arguments_span(item: &str) -> Option<Range<usize>> {
-    let raw = ItemFields::read(item).ok()?.arguments?.get();
+    let raw = ItemFields::read(item).ok()?.arguments?;
     let start = offset_in(item, raw);
     raw.starts_with('"').then_some(start..start + raw.len())
 }

@@ -123,11 +123,11 @@ pub fn rewrite_input<'a>(
     let Some(input) = members::get(text, "input") else {
         return Ok(None);
     };
-    let Ok(items) = serde_json::from_str::<Vec<&RawValue>>(input.get()) else {
+    let Ok(items) = serde_json::from_str::<Vec<&RawValue>>(input) else {
         return Ok(None);
     };
-    let start = input.get().as_ptr() as usize - text.as_ptr() as usize;
-    let end = start + input.get().len();
+    let start = input.as_ptr() as usize - text.as_ptr() as usize;
+    let end = start + input.len();
     // The text around the array, its brackets, and a separator per item (one too many).
     let mut len = body.len() - (end - start) + 2;
     let mut changed = false;
@@ -212,11 +212,11 @@ pub fn set_previous_response_id(body: &[u8], id: &str) -> Option<Vec<u8>> {
     let text = std::str::from_utf8(body).ok()?;
     let raw = members::get(text, "previous_response_id")?;
     let new = serde_json::Value::from(id).to_string();
-    let start = raw.get().as_ptr() as usize - text.as_ptr() as usize;
+    let start = raw.as_ptr() as usize - text.as_ptr() as usize;
     let mut out = Vec::with_capacity(body.len() + new.len());
     out.extend_from_slice(&body[..start]);
     out.extend_from_slice(new.as_bytes());
-    out.extend_from_slice(&body[start + raw.get().len()..]);
+    out.extend_from_slice(&body[start + raw.len()..]);
     Some(out)
 }
 
@@ -244,7 +244,7 @@ pub fn declared_functions(body: &[u8]) -> Vec<String> {
     else {
         return Vec::new();
     };
-    let Ok(tools) = serde_json::from_str::<Vec<&RawValue>>(tools.get()) else {
+    let Ok(tools) = serde_json::from_str::<Vec<&RawValue>>(tools) else {
         return Vec::new();
     };
     let tools = tools

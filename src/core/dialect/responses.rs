@@ -8,7 +8,6 @@ use std::borrow::Cow;
 use std::ops::Range;
 
 use serde::Deserialize;
-use serde_json::value::RawValue;
 
 use super::members;
 use super::scan::{self, Scan};
@@ -132,13 +131,13 @@ fn has_quoted(data: &[u8], Key(key, rare): Key) -> bool {
 /// last value.
 #[derive(Default)]
 struct Envelope<'a> {
-    kind: Option<&'a RawValue>,
-    sequence_number: Option<&'a RawValue>,
-    output_index: Option<&'a RawValue>,
-    item: Option<&'a RawValue>,
-    item_id: Option<&'a RawValue>,
-    delta: Option<&'a RawValue>,
-    response: Option<&'a RawValue>,
+    kind: Option<&'a str>,
+    sequence_number: Option<&'a str>,
+    output_index: Option<&'a str>,
+    item: Option<&'a str>,
+    item_id: Option<&'a str>,
+    delta: Option<&'a str>,
+    response: Option<&'a str>,
 }
 
 impl<'a> Envelope<'a> {
@@ -162,14 +161,14 @@ impl<'a> Envelope<'a> {
 /// The members of an output item that matter; a repeated key keeps its last value.
 #[derive(Default)]
 pub(super) struct ItemFields<'a> {
-    pub(super) kind: Option<&'a RawValue>,
-    pub(super) id: Option<&'a RawValue>,
-    pub(super) call_id: Option<&'a RawValue>,
-    pub(super) name: Option<&'a RawValue>,
-    pub(super) status: Option<&'a RawValue>,
-    pub(super) error: Option<&'a RawValue>,
-    pub(super) output: Option<&'a RawValue>,
-    pub(super) arguments: Option<&'a RawValue>,
+    pub(super) kind: Option<&'a str>,
+    pub(super) id: Option<&'a str>,
+    pub(super) call_id: Option<&'a str>,
+    pub(super) name: Option<&'a str>,
+    pub(super) status: Option<&'a str>,
+    pub(super) error: Option<&'a str>,
+    pub(super) output: Option<&'a str>,
+    pub(super) arguments: Option<&'a str>,
 }
 
 impl<'a> ItemFields<'a> {
@@ -192,8 +191,8 @@ impl<'a> ItemFields<'a> {
 }
 
 /// A member's value, `None` for `null` (as serde reads an `Option`; a later member may set it again).
-fn present(value: &RawValue) -> Option<&RawValue> {
-    (value.get() != "null").then_some(value)
+fn present(value: &str) -> Option<&str> {
+    (value != "null").then_some(value)
 }
 
 /// A member that should be a string and is something else: the event means nothing for tool
@@ -201,7 +200,7 @@ fn present(value: &RawValue) -> Option<&RawValue> {
 pub(super) struct NotAString;
 
 /// A string member: absent or `null` is `None`.
-pub(super) fn string(value: Option<&RawValue>) -> Result<Option<Cow<'_, str>>, NotAString> {
+pub(super) fn string(value: Option<&str>) -> Result<Option<Cow<'_, str>>, NotAString> {
     value.map_or(Ok(None), |v| members::string(v).map_err(|_| NotAString))
 }
 
@@ -274,8 +273,8 @@ pub fn read_full<'a>(data: &'a [u8]) -> Result<Reading<'a>, Unreadable> {
     }
     let text = std::str::from_utf8(data).map_err(|_| Unreadable)?;
     let envelope = Envelope::read(text)?;
-    let number = |raw: Option<&RawValue>| {
-        let digits = raw?.get();
+    let number = |raw: Option<&str>| {
+        let digits = raw?;
         let start = offset_in(text, digits);
         Some(Number {
             value: plain_u64(digits)?,
@@ -290,35 +289,34 @@ pub fn read_full<'a>(data: &'a [u8]) -> Result<Reading<'a>, Unreadable> {
     // Only where it is an output item: the scan (which never sees these types) agrees.
     let item = matches!(kind.as_deref(), Some(ITEM_ADDED | ITEM_DONE))
         .then_some(envelope.item)
-        .flatten()
-        .map(RawValue::get);
+        .flatten();
     let response_id = (starts_response || lists_output)
         .then(|| {
-            let raw = members::get(envelope.response?.get(), "id")?;
-            let start = offset_in(text, raw.get());
+            let raw = members::get(envelope.response?, "id")?;
+            let start = offset_in(text, raw);
             Some(ResponseId {
                 value: string(Some(raw)).ok()??,
-                span: start..start + raw.get().len(),
+                span: start..start + raw.len(),
             })
         })
         .flatten();
     let fields = item.map(ItemFields::read).transpose().unwrap_or_default();
     let item_head = fields.as_ref().map(|f| ItemHead {
-        id: f.id.map(RawValue::get),
-        kind: f.kind.map(RawValue::get),
+        id: f.id,
+        kind: f.kind,
         done: kind.as_deref() == Some(ITEM_DONE),
     });
     let signal = match kind.as_deref() {
         Some(t) if TERMINAL_TYPES.contains(&t) => Some(Signal::Terminal),
         Some(t @ (ITEM_ADDED | ITEM_DONE)) => {
-            let output_index = envelope.output_index.and_then(|r| plain_u64(r.get()));
+            let output_index = envelope.output_index.and_then(plain_u64);
             match &fields {
                 Some(item) => item_signal(item, t == ITEM_DONE, output_index),
                 None => None,
             }
         }
         Some(ARGUMENTS_DELTA) => {
-            let string = |raw: Option<&'a RawValue>| string(raw).ok().flatten();
+            let string = |raw: Option<&'a str>| string(raw).ok().flatten();
             match (string(envelope.item_id), string(envelope.delta)) {
                 (Some(item_id), Some(delta)) => Some(Signal::ArgumentsDelta { item_id, delta }),
                 _ => None,
@@ -370,7 +368,7 @@ fn item_signal<'a>(
     };
     let facts = || OutputFacts {
         status: status.clone(),
-        error: item.error.map(|e| Cow::Borrowed(e.get())),
+        error: item.error.map(Cow::Borrowed),
         texts: item.output.map(output_texts).unwrap_or_default(),
     };
     let native = match &*kind {
@@ -414,11 +412,11 @@ fn item_signal<'a>(
 }
 
 /// The text of an output: a string, or the `text` of each part of a list of parts.
-fn output_texts(output: &RawValue) -> Vec<Cow<'_, str>> {
-    if let Ok(text) = serde_json::from_str::<Cow<'_, str>>(output.get()) {
+fn output_texts(output: &str) -> Vec<Cow<'_, str>> {
+    if let Ok(Some(text)) = members::string(output) {
         return vec![text];
     }
-    serde_json::from_str::<Vec<Part<'_>>>(output.get())
+    serde_json::from_str::<Vec<Part<'_>>>(output)
         .map(|parts| parts.into_iter().filter_map(|p| p.text).collect())
         .unwrap_or_default()
 }

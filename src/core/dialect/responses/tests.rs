@@ -89,6 +89,7 @@ mod scan_agrees_with_serde_json {
     use super::*;
     use proptest::prelude::*;
 
+    /// The scan reads an event as serde_json does: its numbers alone, and every member.
     fn agree(data: &[u8]) {
         assert_eq!(
             read(data),
@@ -96,6 +97,10 @@ mod scan_agrees_with_serde_json {
             "{}",
             String::from_utf8_lossy(data)
         );
+        if let Ok(text) = std::str::from_utf8(data) {
+            use crate::core::dialect::members::{by_each, by_serde};
+            assert_eq!(by_each(text), by_serde(text), "{text}");
+        }
     }
 
     #[test]
