@@ -102,11 +102,17 @@ impl Out {
         self.push(Some(ChunkLine::new(data.len())), data, CRLF);
     }
 
-    /// Fills `slices` with what is to be written next, in order; how many it filled.
-    pub fn slices<'a>(&'a self, slices: &mut [IoSlice<'a>; MAX_SLICES]) -> usize {
+    /// Pieces queued (each up to three slices: a size line, its data, its tail).
+    pub fn pieces(&self) -> usize {
+        self.pieces.len()
+    }
+
+    /// Fills `slices` with what is to be written next, in order, as much as fits; how many it
+    /// filled. [`MAX_SLICES`] take all there can be.
+    pub fn slices<'a, const N: usize>(&'a self, slices: &mut [IoSlice<'a>; N]) -> usize {
         let mut n = 0;
         let mut add = |part: &'a [u8]| {
-            if !part.is_empty() && n < MAX_SLICES {
+            if !part.is_empty() && n < N {
                 slices[n] = IoSlice::new(part);
                 n += 1;
             }
@@ -206,6 +212,21 @@ mod tests {
             assert_eq!(written, whole, "in steps of {step}");
             assert_eq!(out.queued, 0);
         }
+    }
+
+    /// Fewer slices than the queue holds: the first of it, in order, and the rest after.
+    #[test]
+    fn a_small_array_of_slices_takes_what_fits() {
+        let mut out = Out::new(Bytes::from_static(b"H\r\n\r\n"));
+        chunked(&mut out, "abc");
+        chunked(&mut out, "d");
+        let mut slices = [IoSlice::new(&[]); 4];
+        let n = out.slices(&mut slices);
+        let first: Vec<u8> = slices[..n].iter().flat_map(|s| s.to_vec()).collect();
+        assert_eq!((n, &first[..]), (4, &b"H\r\n\r\n3\r\nabc\r\n"[..]));
+        out.advance(first.len());
+        assert_eq!(out.pieces(), 1);
+        assert_eq!(pending(&out), b"1\r\nd\r\n");
     }
 
     #[test]

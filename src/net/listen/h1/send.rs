@@ -48,12 +48,30 @@ pub fn take(frame: Frame<Bytes>, out: &mut Out, framing: Framing, remaining: &mu
 
 /// Writes what `out` holds with one vectored write; ready once something was written.
 pub fn write(shared: &Shared, out: &mut Out, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+    // A paced stream writes one piece at a time: its slices are set up in a small array, not
+    // in one for every piece there can be (49 slices to fill at every event).
+    if out.pieces() <= 1 {
+        write_with::<{ 1 + 3 }>(shared, out, cx)
+    } else {
+        write_with::<MAX_SLICES>(shared, out, cx)
+    }
+}
+
+/// [`write`], with room for `N` slices.
+fn write_with<const N: usize>(
+    shared: &Shared,
+    out: &mut Out,
+    cx: &mut Context<'_>,
+) -> Poll<io::Result<()>> {
     loop {
-        ready!(shared.stream.poll_write_ready(cx))?;
-        let mut slices = [IoSlice::new(&[]); MAX_SLICES];
+        let mut slices = [IoSlice::new(&[]); N];
         let n = out.slices(&mut slices);
+        // Tried first: a socket known not writable says so without a syscall, and only then
+        // is the task's waker registered (a readiness check before every write costs more).
         match shared.stream.try_write_vectored(&slices[..n]) {
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                ready!(shared.stream.poll_write_ready(cx))?;
+            }
             Err(e) => return Poll::Ready(Err(e)),
             Ok(0) => return Poll::Ready(Err(io::ErrorKind::WriteZero.into())),
             Ok(written) => {
