@@ -62,9 +62,9 @@ impl Shown {
     pub fn keep(&mut self, call_id: &str, events: &[NewEvent]) -> u64 {
         let mut unlisted = 0;
         for event in events {
-            if let Some((_, item)) = event.fields.iter().find(|f| f.0 == "item") {
-                // Into a `Vec<u8>`: the same compact JSON as `Display`, without its formatter.
-                let item = serde_json::to_string(item).expect("a JSON value serializes");
+            if let Some(item) = event.item_json() {
+                // The event's own JSON of it: serde_json writes only valid UTF-8.
+                let item = String::from_utf8_lossy(item).into_owned();
                 unlisted += u64::from(!self.set(call_id, item));
             }
         }
