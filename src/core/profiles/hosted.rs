@@ -14,6 +14,8 @@
 //! The item carries the gateway's content verbatim (arguments, output): it is the transcript
 //! now, read again by the model on the next turn.
 
+use std::borrow::Cow;
+
 use serde::Serialize;
 use serde_json::Value;
 
@@ -28,10 +30,10 @@ pub fn hosts(kind: Kind) -> bool {
 }
 
 /// The hosted item's id for `call`: the one the rewriter gave it, else made now.
-pub fn item_id(call: &Call, context: &Context<'_>) -> String {
+pub fn item_id<'a>(call: &'a Call, context: &Context<'_>) -> Cow<'a, str> {
     match &call.hosted_id {
-        Some(id) => id.to_string(),
-        None => context.settings.key.id_for(&call.call_id, context.nonce),
+        Some(id) => Cow::Borrowed(id),
+        None => Cow::Owned(context.settings.key.id_for(&call.call_id, context.nonce)),
     }
 }
 
@@ -45,9 +47,9 @@ pub fn render(transition: &Transition, context: &Context<'_>, out: &mut Vec<NewE
     let id = item_id(call, context);
     let base = |event_type| {
         NewEvent::new(event_type)
-            .with("item_id", id.as_str())
+            .with_str("item_id", &id)
             .with("output_index", index)
-            .with("name", call.name.as_str())
+            .with_str("name", &call.name)
     };
     let item_event = |event_type, item| {
         NewEvent::new(event_type)

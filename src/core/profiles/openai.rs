@@ -83,9 +83,9 @@ fn lifecycle(
     let call = &transition.call;
     let base = |event_type| {
         NewEvent::new(event_type)
-            .with("item_id", item_id)
+            .with_str("item_id", item_id)
             .maybe("output_index", output_index)
-            .with("name", call.name.as_str())
+            .with_str("name", &call.name)
     };
     match (&transition.phase, call.kind) {
         (Phase::Running, Kind::Mcp) => out.push(base("response.mcp_call.in_progress")),

@@ -64,6 +64,39 @@ impl NewEvent {
 
     /// Adds field `key`, its value serialized now (as `serde_json::to_writer` writes it).
     pub fn with(mut self, key: &'static str, value: impl Serialize) -> Self {
+        self.put_key(key);
+        let start = self.fields.len();
+        // The values are strings, numbers and toolpulse's own structs and `Value`s: none has a
+        // map with non-string keys or a `Serialize` that fails, and a `Vec` never fails to write.
+        serde_json::to_writer(&mut self.fields, &value).expect("a field value serializes");
+        if key == "item" {
+            self.item = Some(start..self.fields.len());
+        }
+        self
+    }
+
+    /// [`NewEvent::with`] for a string value, written without a second look at its bytes when
+    /// none of them needs escaping (the ids and names of most events).
+    pub fn with_str(mut self, key: &'static str, value: &str) -> Self {
+        self.put_key(key);
+        // serde_json escapes `"`, `\` and the control characters below U+0020, nothing else
+        // (its `ESCAPE` table): a string without them it writes as it is, between quotes. The
+        // check is a fold, not a search, so that it compiles to a vector loop.
+        let plain = (value.bytes()).fold(true, |plain, b| {
+            plain & (b >= 0x20) & (b != b'"') & (b != b'\\')
+        });
+        if plain {
+            self.fields.push(b'"');
+            self.fields.extend_from_slice(value.as_bytes());
+            self.fields.push(b'"');
+        } else {
+            serde_json::to_writer(&mut self.fields, value).expect("a string serializes");
+        }
+        self
+    }
+
+    /// `,"key":`, the buffer made room for the event's fields at the first.
+    fn put_key(&mut self, key: &'static str) {
         debug_assert!(
             !key.contains(|c: char| c == '"' || c == '\\' || c.is_control()),
             "keys are plain names"
@@ -74,14 +107,6 @@ impl NewEvent {
         self.fields.extend_from_slice(b",\"");
         self.fields.extend_from_slice(key.as_bytes());
         self.fields.extend_from_slice(b"\":");
-        let start = self.fields.len();
-        // The values are strings, numbers and toolpulse's own structs and `Value`s: none has a
-        // map with non-string keys or a `Serialize` that fails, and a `Vec` never fails to write.
-        serde_json::to_writer(&mut self.fields, &value).expect("a field value serializes");
-        if key == "item" {
-            self.item = Some(start..self.fields.len());
-        }
-        self
     }
 
     /// The JSON of the `item` field, if the event has one.
@@ -154,6 +179,25 @@ mod tests {
             &out[..],
             b"event: response.mcp_call.in_progress\ndata: {\"type\":\"response.mcp_call.in_progress\",\"sequence_number\":7,\"item_id\":\"fc_1\",\"output_index\":1}\n\n"
         );
+    }
+
+    #[test]
+    fn strings_are_written_as_serde_json_writes_them() {
+        let strings = [
+            "",
+            "tph_Y2FsbF8x.AAAAAAAAAAB-tkJkB6Hxbm2SqZwyXEtj",
+            "quote \" backslash \\ slash / del \u{7f} tab \t nul \0 us \u{1f} sp",
+            "é \u{2028} \u{fffd} 🦀",
+        ];
+        for s in strings {
+            let fast = NewEvent::new("t").with_str("k", s);
+            assert_eq!(fast, NewEvent::new("t").with("k", s), "{s:?}");
+        }
+        for b in 0..=0x7fu8 {
+            let s = char::from(b).to_string();
+            let fast = NewEvent::new("t").with_str("k", &s);
+            assert_eq!(fast, NewEvent::new("t").with("k", &s), "{b:#x}");
+        }
     }
 
     #[test]
