@@ -14,7 +14,10 @@
 //! The item carries the gateway's content verbatim (arguments, output): it is the transcript
 //! now, read again by the model on the next turn.
 
-use serde_json::{Value, json};
+use std::borrow::Cow;
+
+use serde::Serialize;
+use serde_json::Value;
 
 use super::context::Context;
 use super::item::{NO_OUTPUT, item_status, queries, server_label};
@@ -27,10 +30,10 @@ pub fn hosts(kind: Kind) -> bool {
 }
 
 /// The hosted item's id for `call`: the one the rewriter gave it, else made now.
-pub fn item_id(call: &Call, context: &Context<'_>) -> String {
+pub fn item_id<'a>(call: &'a Call, context: &Context<'_>) -> Cow<'a, str> {
     match &call.hosted_id {
-        Some(id) => id.to_string(),
-        None => context.settings.key.id_for(&call.call_id, context.nonce),
+        Some(id) => Cow::Borrowed(id),
+        None => Cow::Owned(context.settings.key.id_for(&call.call_id, context.nonce)),
     }
 }
 
@@ -44,9 +47,9 @@ pub fn render(transition: &Transition, context: &Context<'_>, out: &mut Vec<NewE
     let id = item_id(call, context);
     let base = |event_type| {
         NewEvent::new(event_type)
-            .with("item_id", id.as_str())
+            .with_str("item_id", &id)
             .with("output_index", index)
-            .with("name", call.name.as_str())
+            .with_str("name", &call.name)
     };
     let item_event = |event_type, item| {
         NewEvent::new(event_type)
@@ -108,70 +111,149 @@ pub fn render(transition: &Transition, context: &Context<'_>, out: &mut Vec<NewE
     }
 }
 
-/// The hosted item: in progress (`end` is `None`) or in its final state.
-pub fn item(
-    call: &Call,
-    context: &Context<'_>,
-    id: &str,
-    end: Option<(&Outcome, Option<&ToolOutput>)>,
-) -> Value {
+/// The hosted item: in progress (`end` is `None`) or in its final state. It borrows from the
+/// call and serializes straight into an event's JSON (`serde_json::to_value` for a `Value`).
+pub fn item<'a>(
+    call: &'a Call,
+    context: &'a Context<'_>,
+    id: &'a str,
+    end: Option<(&Outcome, Option<&'a ToolOutput>)>,
+) -> Item<'a> {
     let status = item_status(end.map(|(outcome, _)| outcome));
-    let args: Value = match end {
+    let args = || match end {
         Some(_) => serde_json::from_str(&call.arguments).unwrap_or(Value::Null),
         None => Value::Null,
     };
     match call.kind {
         Kind::Mcp => {
-            let label = server_label(call, context);
             let text = end.and_then(|(_, output)| output).map(|o| o.text.as_str());
             let (output, error) = match end {
-                None => (Value::Null, Value::Null),
-                Some((Outcome::Completed, _)) => (text.unwrap_or_default().into(), Value::Null),
-                Some((Outcome::Failed(_), _)) => (
-                    Value::Null,
-                    json!({
-                        "type": "mcp_tool_execution_error",
-                        "content": [{"type": "text", "text": text.unwrap_or(NO_OUTPUT)}],
-                    }),
-                ),
+                None => (None, None),
+                Some((Outcome::Completed, _)) => (Some(text.unwrap_or_default()), None),
+                Some((Outcome::Failed(_), _)) => {
+                    let text = text.unwrap_or(NO_OUTPUT);
+                    (None, Some(McpError::new(text)))
+                }
             };
-            let arguments = if end.is_some() {
-                call.arguments.as_str()
-            } else {
-                ""
-            };
-            json!({
-                "id": id,
-                "type": "mcp_call",
-                "status": status,
-                "server_label": label,
-                "name": call.name,
-                "arguments": arguments,
-                "output": output,
-                "error": error,
+            Item::Mcp(McpItem {
+                id,
+                kind: "mcp_call",
+                status,
+                server_label: server_label(call, context),
+                name: &call.name,
+                arguments: if end.is_some() { &call.arguments } else { "" },
+                output,
+                error,
             })
         }
         Kind::WebSearch => {
             // openai-python requires `action` from the start; the query is known at the end.
-            let mut action = json!({"type": "search"});
-            if let Some(query) = args.get("query").filter(|q| q.is_string()) {
-                action["query"] = query.clone();
-            }
-            json!({"id": id, "type": "web_search_call", "status": status, "action": action})
+            let query = match args() {
+                Value::Object(mut args) => args.swap_remove("query").filter(Value::is_string),
+                _ => None,
+            };
+            Item::WebSearch(WebSearchItem {
+                id,
+                kind: "web_search_call",
+                status,
+                action: SearchAction {
+                    kind: "search",
+                    query,
+                },
+            })
         }
-        _ => json!({
-            "id": id,
-            "type": "file_search_call",
-            "status": status,
-            "queries": queries(&args),
-            "results": Value::Null,
+        _ => Item::FileSearch(FileSearchItem {
+            id,
+            kind: "file_search_call",
+            status,
+            queries: queries(&args()),
+            results: (),
         }),
     }
+}
+
+/// A hosted item, as [`item`] makes it: its fields in the order they are written.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub enum Item<'a> {
+    Mcp(McpItem<'a>),
+    WebSearch(WebSearchItem<'a>),
+    FileSearch(FileSearchItem<'a>),
+}
+
+#[derive(Debug, Serialize)]
+pub struct McpItem<'a> {
+    id: &'a str,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    status: &'static str,
+    server_label: &'a str,
+    name: &'a str,
+    arguments: &'a str,
+    /// `null` until the call completed.
+    output: Option<&'a str>,
+    /// `null` unless the call failed.
+    error: Option<McpError<'a>>,
+}
+
+/// `{"type":"mcp_tool_execution_error","content":[{"type":"text","text":…}]}`.
+#[derive(Debug, Serialize)]
+pub struct McpError<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    content: [TextContent<'a>; 1],
+}
+
+impl<'a> McpError<'a> {
+    fn new(text: &'a str) -> Self {
+        McpError {
+            kind: "mcp_tool_execution_error",
+            content: [TextContent { kind: "text", text }],
+        }
+    }
+}
+
+#[derive(Debug, Serialize)]
+pub struct TextContent<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    text: &'a str,
+}
+
+#[derive(Debug, Serialize)]
+pub struct WebSearchItem<'a> {
+    id: &'a str,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    status: &'static str,
+    action: SearchAction,
+}
+
+/// `{"type":"search"}`, with the `query` once the arguments hold a string one.
+#[derive(Debug, Serialize)]
+pub struct SearchAction {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    query: Option<Value>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct FileSearchItem<'a> {
+    id: &'a str,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    status: &'static str,
+    queries: Value,
+    /// Always `null`.
+    results: (),
 }
 
 #[cfg(test)]
 mod tests {
     use std::time::{Duration, Instant};
+
+    use serde_json::json;
 
     use super::*;
     use crate::config::Config;
@@ -212,8 +294,8 @@ mod tests {
         out
     }
 
-    fn field<'a>(event: &'a NewEvent, key: &str) -> &'a Value {
-        &event.fields.iter().find(|f| f.0 == key).expect(key).1
+    fn field(event: &NewEvent, key: &str) -> Value {
+        event.field(key).expect(key)
     }
 
     fn finished(outcome: Outcome, output: Option<&str>) -> Phase {
@@ -242,7 +324,7 @@ mod tests {
         assert!(item["id"].as_str().expect("id").starts_with("tph_"));
         assert_eq!(item["arguments"], "", "no arguments yet");
         assert_eq!(item["status"], "in_progress");
-        assert_eq!(field(&started[1], "item_id"), &item["id"]);
+        assert_eq!(field(&started[1], "item_id"), item["id"]);
         assert_eq!(field(&started[1], "output_index"), 2);
 
         let delta = render_phase(

@@ -17,7 +17,8 @@
 //! `duration_ms`. No event has a top-level `error` key: openai-python raises `APIError` on one.
 //! A call that never reached `running` had no `in_progress`, so it gets no terminal event.
 
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde_json::Value;
 
 use super::context::Context;
 use super::item::{NO_OUTPUT, item_status, queries, server_label};
@@ -82,9 +83,9 @@ fn lifecycle(
     let call = &transition.call;
     let base = |event_type| {
         NewEvent::new(event_type)
-            .with("item_id", item_id)
+            .with_str("item_id", item_id)
             .maybe("output_index", output_index)
-            .with("name", call.name.as_str())
+            .with_str("name", &call.name)
     };
     match (&transition.phase, call.kind) {
         (Phase::Running, Kind::Mcp) => out.push(base("response.mcp_call.in_progress")),
@@ -120,60 +121,147 @@ fn lifecycle(
     }
 }
 
-/// The companion item: in progress (`end` is `None`) or in its final state.
-fn companion_item(
-    call: &Call,
-    context: &Context<'_>,
-    id: &str,
+/// The companion item: in progress (`end` is `None`) or in its final state, serialized
+/// straight into its event.
+fn companion_item<'a>(
+    call: &'a Call,
+    context: &'a Context<'_>,
+    id: &'a str,
     end: Option<(&Outcome, Option<&ToolOutput>)>,
-) -> Value {
+) -> Companion<'a> {
     let status = item_status(end.map(|(outcome, _)| outcome));
-    let args: Value = serde_json::from_str(&call.arguments).unwrap_or(Value::Null);
+    let args = || serde_json::from_str(&call.arguments).unwrap_or(Value::Null);
     match call.kind {
         Kind::Mcp => {
             let sanitizer = &context.settings.sanitizer;
-            let label = server_label(call, context);
-            let mut item = json!({
-                "type": "mcp_call",
-                "id": id,
-                "server_label": label,
-                "name": call.name,
-                "arguments": sanitizer.text_as_string(&call.arguments),
-                "status": status,
-            });
             let text = end.and_then(|(_, output)| output).map(|o| o.text.as_str());
-            match end {
+            let (output, error) = match end {
                 Some((Outcome::Completed, _)) => {
-                    item["output"] = sanitizer.result_text(text.unwrap_or_default()).into();
+                    (Some(sanitizer.result_text(text.unwrap_or_default())), None)
                 }
                 Some((Outcome::Failed(_), _)) => {
                     let text = text.map_or(NO_OUTPUT.into(), |t| sanitizer.result_text(t));
-                    item["error"] = json!({
-                        "type": "mcp_tool_execution_error",
-                        "content": [{"type": "text", "text": text}],
-                    });
+                    (None, Some(McpError::new(text)))
                 }
-                None => {}
-            }
-            item
+                None => (None, None),
+            };
+            Companion::Mcp(McpCompanion {
+                kind: "mcp_call",
+                id,
+                server_label: server_label(call, context),
+                name: &call.name,
+                arguments: sanitizer.text_as_string(&call.arguments),
+                status,
+                output,
+                error,
+            })
         }
         Kind::WebSearch => {
-            let mut action = json!({"type": "search"});
-            if let Some(query) = args.get("query").filter(|q| q.is_string()) {
-                action["query"] = context.settings.sanitizer.value(query.clone());
-            }
-            json!({"type": "web_search_call", "id": id, "status": status, "action": action})
+            let query = match args() {
+                Value::Object(mut args) => args.swap_remove("query").filter(Value::is_string),
+                _ => None,
+            };
+            Companion::WebSearch(WebSearchCompanion {
+                kind: "web_search_call",
+                id,
+                status,
+                action: SearchAction {
+                    kind: "search",
+                    query: query.map(|q| context.settings.sanitizer.value(q)),
+                },
+            })
         }
-        _ => {
-            let queries = context.settings.sanitizer.value(queries(&args));
-            json!({"type": "file_search_call", "id": id, "status": status, "queries": queries})
+        _ => Companion::FileSearch(FileSearchCompanion {
+            kind: "file_search_call",
+            id,
+            status,
+            queries: context.settings.sanitizer.value(queries(&args())),
+        }),
+    }
+}
+
+/// A companion item, its fields in the order they are written.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Companion<'a> {
+    Mcp(McpCompanion<'a>),
+    WebSearch(WebSearchCompanion<'a>),
+    FileSearch(FileSearchCompanion<'a>),
+}
+
+#[derive(Serialize)]
+struct McpCompanion<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    id: &'a str,
+    server_label: &'a str,
+    name: &'a str,
+    arguments: String,
+    status: &'static str,
+    /// Present once the call completed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    output: Option<String>,
+    /// Present once the call failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<McpError>,
+}
+
+/// `{"type":"mcp_tool_execution_error","content":[{"type":"text","text":…}]}`.
+#[derive(Serialize)]
+struct McpError {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    content: [TextContent; 1],
+}
+
+impl McpError {
+    fn new(text: String) -> Self {
+        McpError {
+            kind: "mcp_tool_execution_error",
+            content: [TextContent { kind: "text", text }],
         }
     }
+}
+
+#[derive(Serialize)]
+struct TextContent {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    text: String,
+}
+
+#[derive(Serialize)]
+struct WebSearchCompanion<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    id: &'a str,
+    status: &'static str,
+    action: SearchAction,
+}
+
+/// `{"type":"search"}`, with the (sanitized) `query` when the arguments hold a string one.
+#[derive(Serialize)]
+struct SearchAction {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    query: Option<Value>,
+}
+
+#[derive(Serialize)]
+struct FileSearchCompanion<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    id: &'a str,
+    status: &'static str,
+    queries: Value,
 }
 
 #[cfg(test)]
 mod tests {
     use std::time::{Duration, Instant};
+
+    use serde_json::json;
 
     use super::*;
     use crate::config::Config;
@@ -233,8 +321,8 @@ mod tests {
         }
     }
 
-    fn field<'a>(event: &'a NewEvent, key: &str) -> &'a Value {
-        &event.fields.iter().find(|f| f.0 == key).expect(key).1
+    fn field(event: &NewEvent, key: &str) -> Value {
+        event.field(key).expect(key)
     }
 
     #[test]
@@ -325,14 +413,13 @@ mod tests {
             phase: finished(Outcome::Failed(Failure::Error), None),
         };
         render_inline(&t, &mut out);
-        let keys: Vec<_> = out[0].fields.iter().map(|f| f.0).collect();
         assert_eq!(
-            keys,
+            out[0].keys(),
             ["item_id", "output_index", "name", "outcome", "duration_ms"]
         );
-        assert_eq!(out[0].fields[0].1, "fc_1");
-        assert_eq!(out[0].fields[1].1, 2);
-        assert_eq!(out[0].fields[3].1, "failed");
-        assert_eq!(out[0].fields[4].1, 1500);
+        assert_eq!(field(&out[0], "item_id"), "fc_1");
+        assert_eq!(field(&out[0], "output_index"), 2);
+        assert_eq!(field(&out[0], "outcome"), "failed");
+        assert_eq!(field(&out[0], "duration_ms"), 1500);
     }
 }

@@ -22,7 +22,7 @@ pub fn render(transition: &Transition, context: &Context<'_>, out: &mut Vec<NewE
     };
     let item_id = match context.hosted {
         true => hosted::item_id(call, context),
-        false => openai::companion_id(call),
+        false => openai::companion_id(call).into(),
     };
     let event = NewEvent::new(event_type)
         .with("item_id", item_id)

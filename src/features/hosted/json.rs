@@ -136,8 +136,10 @@ fn hosted_item(
             (outcome, Some(tool_output))
         }
     };
-    let id = hosted::item_id(&call, context);
+    let id = hosted::item_id(&call, context).into_owned();
     let item = hosted::item(&call, context, &id, Some((&outcome, tool_output.as_ref())));
+    // Strings, `null`s and `Value`s in an object: nothing that fails to become a `Value`.
+    let item = serde_json::to_value(item).expect("a hosted item is a JSON object");
     (item, id)
 }
 

@@ -40,7 +40,8 @@ impl Shown {
     /// Records the item of `call_id` in its new state; false when the budget leaves it out of
     /// lists.
     pub fn set(&mut self, call_id: &str, item: String) -> bool {
-        let old = self.items.iter().position(|(id, _)| id == call_id);
+        // From the end: the item updated is most often the one opened last.
+        let old = self.items.iter().rposition(|(id, _)| id == call_id);
         let freed = old.map_or(0, |i| self.items[i].1.len());
         if self.bytes - freed + item.len() > MAX_COMPANION_BYTES {
             if let Some(i) = old {
@@ -62,9 +63,10 @@ impl Shown {
     pub fn keep(&mut self, call_id: &str, events: &[NewEvent]) -> u64 {
         let mut unlisted = 0;
         for event in events {
-            if let Some((_, item)) = event.fields.iter().find(|f| f.0 == "item") {
-                // Into a `Vec<u8>`: the same compact JSON as `Display`, without its formatter.
-                let item = serde_json::to_string(item).expect("a JSON value serializes");
+            if let Some(item) = event.item_json() {
+                // The event's own JSON of it: serde_json writes only valid UTF-8.
+                let item = std::str::from_utf8(item).expect("serde_json writes UTF-8");
+                let item = item.to_owned();
                 unlisted += u64::from(!self.set(call_id, item));
             }
         }
