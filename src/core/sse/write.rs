@@ -68,7 +68,12 @@ impl NewEvent {
         let start = self.fields.len();
         // The values are strings, numbers and toolpulse's own structs and `Value`s: none has a
         // map with non-string keys or a `Serialize` that fails, and a `Vec` never fails to write.
-        serde_json::to_writer(&mut self.fields, &value).expect("a field value serializes");
+        // Were one to fail, the field reads `null` (the event stays valid JSON): no panic here.
+        if serde_json::to_writer(&mut self.fields, &value).is_err() {
+            debug_assert!(false, "field {key} does not serialize");
+            self.fields.truncate(start);
+            self.fields.extend_from_slice(b"null");
+        }
         if key == "item" {
             self.item = Some(start..self.fields.len());
         }
@@ -90,7 +95,8 @@ impl NewEvent {
             self.fields.extend_from_slice(value.as_bytes());
             self.fields.push(b'"');
         } else {
-            serde_json::to_writer(&mut self.fields, value).expect("a string serializes");
+            // A `str` always serializes (and a `Vec` never fails to write).
+            let _ = serde_json::to_writer(&mut self.fields, value);
         }
         self
     }
