@@ -3,7 +3,8 @@
 //! size: an open stream waiting for its next event holds no read buffer (a buffer per stream
 //! would be 2 KiB of every one when 10,000 are open) and an event on its way to the client holds
 //! its own size. A response body's small read is decoded where it lies in the scratch buffer,
-//! so that a paced event costs one allocation, the size of its data. After a read of more than
+//! and its data copied out into the connection's own small allocation, reused once the event
+//! before was written: a paced event costs no allocation. After a read of more than
 //! [`COPY_MAX`] (a flood), reads go straight into the connection's buffer instead, uncopied,
 //! until one is small again.
 
@@ -22,6 +23,11 @@ use crate::http1::decode::Decoder;
 /// Reads up to this size are copied out of the scratch buffer; a larger one sends the next
 /// read straight into the connection's buffer.
 pub(super) const COPY_MAX: usize = 4 * 1024;
+
+/// Body data up to this size is copied into the connection's reused allocation
+/// ([`Reads::copies`]); larger data gets an allocation of its own. So a waiting stream holds at
+/// at most about twice this (a text delta's event is ~150–300 bytes).
+const REUSED_MAX: usize = 1024;
 
 thread_local! {
     /// Where upstream connections on this thread read into (the largest read), before what was
@@ -44,6 +50,11 @@ pub(super) enum BodyRead {
 #[derive(Default)]
 pub(super) struct Reads {
     pub(super) buf: BytesMut,
+    /// Where body data is copied out to: each copy is split off it, so once the client has
+    /// been sent the last one (the only other owner), the next copy goes into the same
+    /// allocation, with no allocation of its own. While the last copy is still on its way, a
+    /// copy allocates afresh, as `Bytes::copy_from_slice` would.
+    copies: BytesMut,
     /// The last read was larger than [`COPY_MAX`]: the next one goes straight into `buf`.
     flooding: bool,
 }
@@ -87,7 +98,11 @@ impl Reads {
             // Let go of the share of the last buffer the event handed on still holds.
             self.buf = BytesMut::new();
         }
-        let Reads { buf, flooding } = self;
+        let Reads {
+            buf,
+            copies,
+            flooding,
+        } = self;
         if *flooding {
             if buf.capacity() - buf.len() < READ_BUF_MAX {
                 buf.reserve(READ_BUF_MAX);
@@ -107,7 +122,9 @@ impl Reads {
             *flooding = filled.len() > COPY_MAX;
             Poll::Ready(Ok(match decoder {
                 _ if filled.is_empty() => BodyRead::Closed,
-                Some(decoder) if !*flooding && buf.is_empty() => decode_read(filled, decoder, buf),
+                Some(decoder) if !*flooding && buf.is_empty() => {
+                    decode_read(filled, decoder, buf, copies)
+                }
                 _ => {
                     buf.extend_from_slice(filled);
                     BodyRead::Buffered
@@ -117,8 +134,14 @@ impl Reads {
     }
 }
 
-/// Takes `read`'s first body data and the framing after it; keeps the rest in `buf`.
-fn decode_read(read: &[u8], decoder: &mut Decoder, buf: &mut BytesMut) -> BodyRead {
+/// Takes `read`'s first body data (a copy, out of `copies`) and the framing after it; keeps the
+/// rest in `buf`.
+fn decode_read(
+    read: &[u8],
+    decoder: &mut Decoder,
+    buf: &mut BytesMut,
+    copies: &mut BytesMut,
+) -> BodyRead {
     // A decoding error stays in the decoder, which gives it again when `buf` is decoded: the
     // bytes are kept there, so that it is.
     let Ok(step) = decoder.decode(read) else {
@@ -134,9 +157,27 @@ fn decode_read(read: &[u8], decoder: &mut Decoder, buf: &mut BytesMut) -> BodyRe
     // Bytes after the body's end, or a second chunk's: kept in order.
     buf.extend_from_slice(&read[end..]);
     match step.data {
-        Some(data) => BodyRead::Data(Bytes::copy_from_slice(&read[data])),
+        Some(data) => BodyRead::Data(copy_out(&read[data], copies)),
         None => BodyRead::Buffered,
     }
+}
+
+/// `data`, copied into `copies`' allocation when it is small (reused when the last copy has
+/// been dropped: `BytesMut::reserve` takes a unique allocation back), else into its own.
+fn copy_out(data: &[u8], copies: &mut BytesMut) -> Bytes {
+    if data.len() > REUSED_MAX {
+        return Bytes::copy_from_slice(data);
+    }
+    if copies.capacity() < data.len() {
+        copies.reserve(data.len());
+        if copies.capacity() > REUSED_MAX {
+            // Grown past the bound (an allocation still shared gives a doubled one): start
+            // over at this size.
+            *copies = BytesMut::with_capacity(data.len());
+        }
+    }
+    copies.extend_from_slice(data);
+    copies.split().freeze()
 }
 
 #[cfg(test)]
@@ -285,5 +326,40 @@ mod tests {
             decoder.decode(&conn.reads.buf),
             Err(crate::http1::decode::DecodeError::InvalidChunkSize)
         );
+    }
+
+    /// A copy goes into the allocation of the copy before once that one is dropped, into a new
+    /// one while it is held (and that copy stays intact); large data gets its own, and what the
+    /// connection keeps stays bounded.
+    #[test]
+    fn copies_reuse_the_last_ones_allocation_once_it_is_dropped() {
+        let mut copies = BytesMut::new();
+        let first = copy_out(&[b'a'; 200], &mut copies);
+        let at = first.as_ptr();
+        drop(first);
+        let second = copy_out(&[b'b'; 150], &mut copies);
+        assert_eq!(second.as_ptr(), at, "the same allocation, taken back");
+        let held = second.clone();
+        let third = copy_out(&[b'c'; 180], &mut copies);
+        assert_ne!(
+            third.as_ptr(),
+            at,
+            "the last copy is held: a new allocation"
+        );
+        assert_eq!(&held[..], &[b'b'; 150][..], "the held copy is intact");
+        assert_eq!(&third[..], &[b'c'; 180][..]);
+        drop((held, second, third));
+
+        let large = copy_out(&[b'd'; REUSED_MAX + 1], &mut copies);
+        assert_eq!(large.len(), REUSED_MAX + 1);
+        for n in (1..=REUSED_MAX).step_by(97) {
+            let copy = copy_out(&vec![b'e'; n], &mut copies);
+            assert_eq!(&copy[..], &vec![b'e'; n][..]);
+            assert!(
+                copies.capacity() <= REUSED_MAX,
+                "bounded: {}",
+                copies.capacity()
+            );
+        }
     }
 }
