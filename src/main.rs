@@ -290,18 +290,20 @@ fn rewrite(
 
 /// `rewrite --event-per-read`: each event (up to and with the `\n\n` that ends it) fed alone,
 /// as the proxy feeds a paced upstream's reads: handed on as the upstream connection hands a
-/// small read on (its data copied out at its size, `net/upstream/h1/read.rs`), its output taken
+/// small read on (its data copied out with `http1::buffer::copy_out`, as
+/// `net/upstream/h1/read.rs` does), its output taken
 /// from a queue kept across calls (`feed_into`). Output is buffered, so a write per event does
 /// not weigh in the count.
 fn feed_events(rewriter: &mut Rewriter, input: &[u8], out: &mut impl Write) -> io::Result<()> {
     let mut queued = std::collections::VecDeque::new();
     // Built once: the split is not what is measured.
     let blank_line = memchr::memmem::Finder::new(b"\n\n");
+    let mut copies = bytes::BytesMut::new();
     let mut rest = input;
     while !rest.is_empty() {
         let end = blank_line.find(rest).map_or(rest.len(), |i| i + 2);
         let (event, tail) = rest.split_at(end);
-        let chunk = bytes::Bytes::copy_from_slice(event);
+        let chunk = toolpulse::http1::buffer::copy_out(event, &mut copies);
         rewriter.feed_into(chunk, Instant::now(), &mut queued);
         for piece in queued.drain(..) {
             out.write_all(&piece)?;

@@ -17,17 +17,12 @@ use bytes::{Bytes, BytesMut};
 use tokio::io::{AsyncRead, ReadBuf};
 
 use super::io::Io;
-use crate::http1::buffer::READ_BUF_MAX;
+use crate::http1::buffer::{READ_BUF_MAX, copy_out};
 use crate::http1::decode::Decoder;
 
 /// Reads up to this size are copied out of the scratch buffer; a larger one sends the next
 /// read straight into the connection's buffer.
 pub(super) const COPY_MAX: usize = 4 * 1024;
-
-/// Body data up to this size is copied into the connection's reused allocation
-/// ([`Reads::copies`]); larger data gets an allocation of its own. So a waiting stream holds at
-/// at most about twice this (a text delta's event is ~150–300 bytes).
-const REUSED_MAX: usize = 1024;
 
 thread_local! {
     /// Where upstream connections on this thread read into (the largest read), before what was
@@ -50,10 +45,8 @@ pub(super) enum BodyRead {
 #[derive(Default)]
 pub(super) struct Reads {
     pub(super) buf: BytesMut,
-    /// Where body data is copied out to: each copy is split off it, so once the client has
-    /// been sent the last one (the only other owner), the next copy goes into the same
-    /// allocation, with no allocation of its own. While the last copy is still on its way, a
-    /// copy allocates afresh, as `Bytes::copy_from_slice` would.
+    /// Where body data is copied out to ([`copy_out`]): once the client has been sent the last
+    /// copy, the next goes into the same allocation.
     copies: BytesMut,
     /// The last read was larger than [`COPY_MAX`]: the next one goes straight into `buf`.
     flooding: bool,
@@ -160,24 +153,6 @@ fn decode_read(
         Some(data) => BodyRead::Data(copy_out(&read[data], copies)),
         None => BodyRead::Buffered,
     }
-}
-
-/// `data`, copied into `copies`' allocation when it is small (reused when the last copy has
-/// been dropped: `BytesMut::reserve` takes a unique allocation back), else into its own.
-fn copy_out(data: &[u8], copies: &mut BytesMut) -> Bytes {
-    if data.len() > REUSED_MAX {
-        return Bytes::copy_from_slice(data);
-    }
-    if copies.capacity() < data.len() {
-        copies.reserve(data.len());
-        if copies.capacity() > REUSED_MAX {
-            // Grown past the bound (an allocation still shared gives a doubled one): start
-            // over at this size.
-            *copies = BytesMut::with_capacity(data.len());
-        }
-    }
-    copies.extend_from_slice(data);
-    copies.split().freeze()
 }
 
 #[cfg(test)]
@@ -326,40 +301,5 @@ mod tests {
             decoder.decode(&conn.reads.buf),
             Err(crate::http1::decode::DecodeError::InvalidChunkSize)
         );
-    }
-
-    /// A copy goes into the allocation of the copy before once that one is dropped, into a new
-    /// one while it is held (and that copy stays intact); large data gets its own, and what the
-    /// connection keeps stays bounded.
-    #[test]
-    fn copies_reuse_the_last_ones_allocation_once_it_is_dropped() {
-        let mut copies = BytesMut::new();
-        let first = copy_out(&[b'a'; 200], &mut copies);
-        let at = first.as_ptr();
-        drop(first);
-        let second = copy_out(&[b'b'; 150], &mut copies);
-        assert_eq!(second.as_ptr(), at, "the same allocation, taken back");
-        let held = second.clone();
-        let third = copy_out(&[b'c'; 180], &mut copies);
-        assert_ne!(
-            third.as_ptr(),
-            at,
-            "the last copy is held: a new allocation"
-        );
-        assert_eq!(&held[..], &[b'b'; 150][..], "the held copy is intact");
-        assert_eq!(&third[..], &[b'c'; 180][..]);
-        drop((held, second, third));
-
-        let large = copy_out(&[b'd'; REUSED_MAX + 1], &mut copies);
-        assert_eq!(large.len(), REUSED_MAX + 1);
-        for n in (1..=REUSED_MAX).step_by(97) {
-            let copy = copy_out(&vec![b'e'; n], &mut copies);
-            assert_eq!(&copy[..], &vec![b'e'; n][..]);
-            assert!(
-                copies.capacity() <= REUSED_MAX,
-                "bounded: {}",
-                copies.capacity()
-            );
-        }
     }
 }
