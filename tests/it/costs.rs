@@ -83,6 +83,29 @@ fn a_forwarded_event_allocates_nothing() {
     }
 }
 
+/// A paced stream's event, copied out of the read as the upstream connection copies it
+/// (`http1::buffer::copy_out`) and sent before the next arrives, allocates nothing either: the
+/// copy goes into the allocation the event before it used.
+#[test]
+fn a_paced_event_copied_as_the_read_path_copies_it_allocates_nothing() {
+    let events: Vec<String> = (0..2_000).map(text_delta).collect();
+    let mut config = Config::default();
+    config.events.profiles = vec![Profile::Hosted];
+    let mut rewriter = Rewriter::new(config.settings());
+    let now = Instant::now();
+    let mut copies = BytesMut::new();
+    let mut queued = VecDeque::new();
+    let mut feed = |event: &String| {
+        let chunk = toolpulse::http1::buffer::copy_out(event.as_bytes(), &mut copies);
+        rewriter.feed_into(chunk, now, &mut queued);
+        // Sent: the pieces, the copy's only other owners, are dropped.
+        queued.clear();
+    };
+    events[..500].iter().for_each(&mut feed);
+    let n = allocations(|| events[500..].iter().for_each(&mut feed));
+    assert_eq!(n, 0, "{n} allocations for 1,500 paced events");
+}
+
 /// While a call runs, every later event is read (its numbers shift); a tool stream's events,
 /// calls included, stay within a small budget per event.
 #[test]
