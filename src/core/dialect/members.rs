@@ -26,27 +26,28 @@ pub fn each<'a>(
     json: &'a str,
     mut member: impl FnMut(&str, &'a str),
 ) -> Result<(), serde_json::Error> {
-    let mut spans = [(0u32, 0u32, 0u32, 0u32); MAX_SCANNED];
+    let mut spans = [const { (0..0, 0..0) }; MAX_SCANNED];
     let mut len = 0;
-    let fits = u32::try_from(json.len()).is_ok();
-    let scanned = fits
-        && scan::visit_members(json.as_bytes(), |key, value| {
-            if let Some(slot) = spans.get_mut(len) {
-                // In range: `json` is shorter than `u32::MAX`.
-                let at = |i: usize| i as u32;
-                *slot = (at(key.start), at(key.end), at(value.start), at(value.end));
-            }
-            len += 1;
-        });
-    if scanned && len <= MAX_SCANNED {
-        for &(k0, k1, v0, v1) in &spans[..len] {
-            member(
-                &json[k0 as usize..k1 as usize],
-                &json[v0 as usize..v1 as usize],
-            );
+    let scanned = scan::visit_members(json.as_bytes(), |key, value| {
+        if let Some(slot) = spans.get_mut(len) {
+            *slot = (key, value);
         }
-        return Ok(());
+        len += 1;
+    });
+    if !scanned || len > MAX_SCANNED {
+        return each_by_serde(json, member);
     }
+    for (key, value) in spans.into_iter().take(len) {
+        member(&json[key], &json[value]);
+    }
+    Ok(())
+}
+
+/// [`each`] by serde_json alone.
+fn each_by_serde<'a>(
+    json: &'a str,
+    mut member: impl FnMut(&str, &'a str),
+) -> Result<(), serde_json::Error> {
     let mut de = serde_json::Deserializer::from_str(json);
     de.deserialize_map(Members(&mut |key, value: &'a RawValue| {
         member(key, value.get())
@@ -60,22 +61,19 @@ pub fn get<'a>(json: &'a str, name: &str) -> Option<&'a str> {
     let mut last = None;
     let scanned = scan::visit_members(json.as_bytes(), |key, value| {
         if &json[key] == name {
-            last = Some(value);
+            last = Some(&json[value]);
         }
     });
-    let found = if scanned {
-        last.map(|value| &json[value])
-    } else {
-        let mut found = None;
-        each(json, |key, value| {
+    if !scanned {
+        last = None;
+        each_by_serde(json, |key, value| {
             if key == name {
-                found = Some(value);
+                last = Some(value);
             }
         })
         .ok()?;
-        found
-    };
-    found.filter(|value| *value != "null")
+    }
+    last.filter(|value| *value != "null")
 }
 
 /// A JSON string that borrows from the input unless it has escapes.
@@ -86,8 +84,7 @@ struct Str<'a>(#[serde(borrow)] Cow<'a, str>);
 /// string. One without escapes is borrowed as it lies.
 pub fn string(value: &str) -> Result<Option<Cow<'_, str>>, serde_json::Error> {
     if let Some(inner) = value.strip_prefix('"').and_then(|v| v.strip_suffix('"'))
-        && memchr::memchr2(b'\\', b'"', inner.as_bytes()).is_none()
-        && !inner.bytes().any(|b| b < 0x20)
+        && scan::is_plain(inner.as_bytes())
     {
         return Ok(Some(Cow::Borrowed(inner)));
     }
@@ -125,10 +122,7 @@ pub(super) fn by_each(json: &str) -> Option<Vec<(String, String)>> {
 #[cfg(test)]
 pub(super) fn by_serde(json: &str) -> Option<Vec<(String, String)>> {
     let mut seen = Vec::new();
-    let mut de = serde_json::Deserializer::from_str(json);
-    let mut push = |k: &str, v: &RawValue| seen.push((k.to_string(), v.get().to_string()));
-    de.deserialize_map(Members(&mut push)).ok()?;
-    de.end().ok()?;
+    each_by_serde(json, |k, v| seen.push((k.to_string(), v.to_string()))).ok()?;
     Some(seen)
 }
 

@@ -8,3 +8,6 @@ mod members;
 pub mod request;
 pub mod responses;
 mod scan;
+
+/// For writers of JSON strings (`sse::write`): whether one needs no escape.
+pub(crate) use scan::is_plain;

@@ -84,6 +84,13 @@ pub fn visit_members(data: &[u8], member: impl FnMut(Range<usize>, Range<usize>)
     cursor.at == data.len()
 }
 
+/// Whether a string's bytes need no escape in JSON: no `"`, `\\` or control character (the bytes
+/// serde_json escapes, and the only ones a JSON string may not hold raw). Such a string is
+/// written, and read back, as it lies between its quotes.
+pub fn is_plain(bytes: &[u8]) -> bool {
+    special_in_string::<false>(bytes).is_none()
+}
+
 enum Stop {
     Invalid,
     Decline,

@@ -16,6 +16,8 @@ use std::ops::Range;
 use bytes::{BufMut, BytesMut};
 use serde::Serialize;
 
+use crate::core::dialect::is_plain;
+
 /// The SSE comment a proxy sends to keep idle connections open.
 pub const HEARTBEAT: &[u8] = b": keep-alive\n\n";
 
@@ -85,12 +87,8 @@ impl NewEvent {
     pub fn with_str(mut self, key: &'static str, value: &str) -> Self {
         self.put_key(key);
         // serde_json escapes `"`, `\` and the control characters below U+0020, nothing else
-        // (its `ESCAPE` table): a string without them it writes as it is, between quotes. The
-        // check is a fold, not a search, so that it compiles to a vector loop.
-        let plain = (value.bytes()).fold(true, |plain, b| {
-            plain & (b >= 0x20) & (b != b'"') & (b != b'\\')
-        });
-        if plain {
+        // (its `ESCAPE` table): a string without them it writes as it is, between quotes.
+        if is_plain(value.as_bytes()) {
             self.fields.push(b'"');
             self.fields.extend_from_slice(value.as_bytes());
             self.fields.push(b'"');
@@ -123,23 +121,22 @@ impl NewEvent {
     /// The value of field `key`, read back from its JSON (for tests).
     #[cfg(test)]
     pub fn field(&self, key: &str) -> Option<serde_json::Value> {
-        let mut object = b"{".to_vec();
-        object.extend_from_slice(self.fields.get(1..).unwrap_or_default());
-        object.push(b'}');
-        let fields: serde_json::Map<String, serde_json::Value> =
-            serde_json::from_slice(&object).expect("the fields are a JSON object");
-        fields.get(key).cloned()
+        self.fields_object().remove(key)
     }
 
     /// The keys of the fields, in order (for tests).
     #[cfg(test)]
     pub fn keys(&self) -> Vec<String> {
+        self.fields_object().keys().cloned().collect()
+    }
+
+    /// The fields read back as one JSON object (for tests).
+    #[cfg(test)]
+    fn fields_object(&self) -> serde_json::Map<String, serde_json::Value> {
         let mut object = b"{".to_vec();
         object.extend_from_slice(self.fields.get(1..).unwrap_or_default());
         object.push(b'}');
-        let fields: serde_json::Map<String, serde_json::Value> =
-            serde_json::from_slice(&object).expect("the fields are a JSON object");
-        fields.keys().cloned().collect()
+        serde_json::from_slice(&object).expect("the fields are a JSON object")
     }
 }
 
