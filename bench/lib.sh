@@ -71,6 +71,12 @@ ticks() {
   echo "$total"
 }
 
+# machine_ticks: clock ticks since boot over all CPUs, "BUSY STEAL": busy is user, nice, system,
+# irq and softirq (the kernel charges each tick to the task it lands in, so the benchmark's own
+# processes are in it too); steal is time the hypervisor gave to other guests while this one
+# wanted to run. For telling whether anything else ran during a measurement.
+machine_ticks() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8, $9; exit }' /proc/stat; }
+
 # status_kib FIELD PID...: the sum of a /proc/PID/status field (VmRSS, VmHWM) in KiB.
 status_kib() {
   local field=$1 total=0 p v

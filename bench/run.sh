@@ -359,7 +359,7 @@ BUS_ROWS=$TMP/bus.tsv
 : >"$BUS_ROWS"
 ROUND=""
 measure() {
-  local phase=$1 target=$2 pids c0 c1 u0 u1 t0 t1 hwm threads json r0 r1 n0 n1
+  local phase=$1 target=$2 pids c0 c1 u0 u1 t0 t1 hwm threads json r0 r1 n0 n1 m0 m1 s0 s1
   local run=$phase-$target${ROUND:+-$ROUND} redis=""
   shift 2
   case $target in toolpulse-mcp | toolpulse-bus) redis=1 ;; esac
@@ -368,11 +368,13 @@ measure() {
   if [ -n "$redis" ]; then r0=$(ticks "$REDIS_PID") n0=$(redis_calls evalsha); fi
   c0=$(ticks "${pids[@]}")
   u0=$(ticks "$UP_PID")
+  read -r m0 s0 <<<"$(machine_ticks)"
   t0=$(date +%s%N)
   run_client "$run" --url "$(target_url "$target")" $(target_args "$target") $(client_args "$@")
   t1=$(date +%s%N)
   c1=$(ticks "${pids[@]}")
   u1=$(ticks "$UP_PID")
+  read -r m1 s1 <<<"$(machine_ticks)"
   hwm=$(status_kib VmHWM "${pids[@]}")
   threads=$([ -n "${TP_PID[$target]:-}" ] && status_kib Threads "${TP_PID[$target]}" || echo "-")
   json=$TMP/$run.json
@@ -387,7 +389,8 @@ measure() {
     "$(jnum events_per_s "$json")" "$(jnum latency_p50_us "$json")" \
     "$(jnum latency_p99_us "$json")" "$(jnum latency_p999_us "$json")" \
     "$(jnum latency_max_us "$json")" "$(jnum client_cpu_s "$json")" \
-    "$((c1 - c0))" "$((u1 - u0))" "$((t1 - t0))" "$hwm" "$threads" >>"$ROWS"
+    "$((c1 - c0))" "$((u1 - u0))" "$((t1 - t0))" "$hwm" "$threads" "$((m1 - m0))" \
+    "$((s1 - s0))" >>"$ROWS"
   echo >>"$ROWS"
   log "  $phase $target: $(jnum events_per_s "$json") events/s, p50 $(jnum latency_p50_us "$json") µs, p99 $(jnum latency_p99_us "$json") µs, proxy CPU $((c1 - c0)) ticks"
 }
@@ -657,14 +660,17 @@ report() {
 Latency: from the upstream's CLOCK_MONOTONIC stamp on the event to its arrival at the client
 (µs); "added" is the target's percentile minus direct's. CPU µs/event: the proxy's utime+stime
 (its whole process tree) over the phase divided by the upstream events. CPU %: of one core over
-the phase, for the proxy and for upstream + client together (the load generator). Peak RSS:
-VmHWM of the proxy's processes, reset at the start of the phase$HWM_NOTE.
+the phase, for the proxy and for upstream + client together (the load generator). Others' CPU
+%: of one core, what the machine ran during the phase that was none of these (other processes,
+kernel threads) plus the time the hypervisor gave other guests (steal), from /proc/stat: under
+5 % in every phase is a quiet run. Peak RSS: VmHWM of the proxy's processes, reset at the start
+of the phase$HWM_NOTE.
 EOF
   # No table when no phase filled it (PHASES=rss, PHASES=scale).
   [ ! -s "$ROWS" ] || cat <<EOF
 
-| phase | target | streams ok/failed | events/s | p50 µs | p99 µs | p99.9 µs | added p50 | added p99 | CPU µs/event | proxy CPU % | load-gen CPU % | peak RSS MiB |
-|---|---|---|---|---|---|---|---|---|---|---|---|---|
+| phase | target | streams ok/failed | events/s | p50 µs | p99 µs | p99.9 µs | added p50 | added p99 | CPU µs/event | proxy CPU % | load-gen CPU % | others' CPU % | peak RSS MiB |
+|---|---|---|---|---|---|---|---|---|---|---|---|---|---|
 EOF
   awk -F'\t' -v tck="$CLK_TCK" '
     function f(x, d) { return x == "" ? "-" : sprintf("%." d "f", x) }
@@ -679,10 +685,14 @@ EOF
       cpu = target == "direct" ? "" : $13 / tck * 1e6 / ($5 > 0 ? $5 : 1)
       pcpu = target == "direct" ? "" : $13 / tck / wall * 100
       lcpu = ($12 + $14 / tck) / wall * 100
+      # Busy time on the machine less that of the proxy, the upstream and the client; plus steal.
+      others = (($18 - $13 - $14) / tck - $12 + $19 / tck) / wall * 100
+      if (others < 0) others = 0
+      if (others > loudest) loudest = others
       rss = target == "direct" ? "" : $16 / 1024
-      printf "| %s | %s | %s/%s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+      printf "| %s | %s | %s/%s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
         phase, target, $3, $4, f($7, 0), f($8, 0), f($9, 0), f($10, 0), f(a50, 0), f(a99, 0),
-        f(cpu, 2), f(pcpu, 0), f(lcpu, 0), f(rss, 1)
+        f(cpu, 2), f(pcpu, 0), f(lcpu, 0), f(others, 1), f(rss, 1)
       if (target == "nginx") { nc[phase] = cpu; n50[phase] = a50; n99[phase] = a99; nr[phase] = rss; ne[phase] = $7 }
       if (target == "toolpulse-ag-ui") { gc[phase] = cpu; ge[phase] = $7; grss[phase] = rss; gorder[++g] = phase }
       if (target == "toolpulse") { tc[phase] = cpu; t50[phase] = a50; t99[phase] = a99; tr[phase] = rss; te[phase] = $7; order[++n] = phase; inj[phase] = $6 }
@@ -690,6 +700,7 @@ EOF
       if (target == "toolpulse-openai") { cc[phase] = cpu; c50[phase] = a50; c99[phase] = a99; crss[phase] = rss; ce[phase] = $7; corder[++q] = phase }
     }
     END {
+      if (NR > 0) printf "\nQuiet: %s (the most CPU others took in one phase: %.1f %% of a core; quiet is under 5 %%).\n", (loudest < 5 ? "yes" : "no"), loudest
       for (i = 1; i <= n; i++) if (order[i] in nc) with_nginx++
       if (with_nginx) {
         print ""
