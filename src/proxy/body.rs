@@ -351,9 +351,11 @@ impl Body for RewriteBody {
                     return this.end(StreamEnd::Drained);
                 }
             }
-            let progress = this.take_progress(cx);
-            if let polled @ Poll::Ready(_) = this.send(progress) {
-                return polled;
+            if this.progress.is_some() {
+                let progress = this.take_progress(cx);
+                if let polled @ Poll::Ready(_) = this.send(progress) {
+                    return polled;
+                }
             }
             let frame = match Pin::new(&mut this.upstream).poll_frame(cx) {
                 Poll::Pending => {

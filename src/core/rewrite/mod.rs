@@ -188,8 +188,8 @@ impl Rewriter {
     }
 
     /// Injected events and finished calls since the last call.
-    pub fn take_observations(&mut self) -> std::vec::Drain<'_, Observation> {
-        self.report.take()
+    pub fn take_observations(&mut self) -> impl Iterator<Item = Observation> + '_ {
+        self.report.take().into_iter().flatten()
     }
 
     /// Rewrites the next upstream bytes; returns what to send now (possibly nothing, while an

@@ -103,6 +103,9 @@ impl Slot {
     /// and the connection dropped).
     pub async fn serve<F: Future>(mut self, connection: F) -> Option<F::Output> {
         tokio::select! {
+            // The connection first, at every poll: an eviction is rare, and an unbiased select
+            // draws a random number at every poll (every event of a stream) to pick an order.
+            biased;
             done = connection => Some(done),
             _ = &mut self.evicted => None,
         }
