@@ -23,6 +23,10 @@
 
 use std::ops::Range;
 
+use string::special_in_string;
+#[cfg(test)]
+use string::{SPECIAL_IN_STRING, SPECIAL_OR_HIGH};
+
 /// Deeper nesting is left to serde_json (which skips values iteratively, with no depth limit).
 const MAX_DEPTH: u32 = 64;
 
@@ -98,56 +102,6 @@ enum Stop {
 
 type Step<T = ()> = Result<T, Stop>;
 
-/// Bytes that end the fast run through a string: the closing quote, an escape, a control
-/// character.
-static SPECIAL_IN_STRING: [bool; 256] = special_table(false);
-
-/// [`SPECIAL_IN_STRING`] and the non-ASCII bytes (whose UTF-8 is checked apart).
-static SPECIAL_OR_HIGH: [bool; 256] = special_table(true);
-
-const fn special_table(high: bool) -> [bool; 256] {
-    let mut table = [false; 256];
-    let mut b = 0;
-    while b < 256 {
-        table[b] = b < 0x20 || b == b'"' as usize || b == b'\\' as usize || (high && b >= 0x80);
-        b += 1;
-    }
-    table
-}
-
-/// The offset of the first byte of `bytes` in [`SPECIAL_IN_STRING`] (with `HIGH_TOO`, in
-/// [`SPECIAL_OR_HIGH`]). Eight bytes at a time (the bit tricks of "Bit Twiddling Hacks", as
-/// serde_json's own string scan does): the lowest flagged byte of a word is always a true
-/// match, later ones may not be.
-#[inline]
-fn special_in_string<const HIGH_TOO: bool>(bytes: &[u8]) -> Option<usize> {
-    const ONES: u64 = u64::from_ne_bytes([1; 8]);
-    const HIGH: u64 = u64::from_ne_bytes([0x80; 8]);
-    let below = |word: u64, n: u8| word.wrapping_sub(ONES * u64::from(n)) & !word & HIGH;
-    let mut at = 0;
-    let mut words = bytes.chunks_exact(8);
-    for chunk in &mut words {
-        let word = u64::from_le_bytes(chunk.try_into().unwrap_or_default());
-        let mut flagged = below(word ^ (ONES * u64::from(b'"')), 1)
-            | below(word ^ (ONES * u64::from(b'\\')), 1)
-            | below(word, 0x20);
-        if HIGH_TOO {
-            flagged |= word & HIGH;
-        }
-        if flagged != 0 {
-            return Some(at + (flagged.trailing_zeros() / 8) as usize);
-        }
-        at += 8;
-    }
-    let table = if HIGH_TOO {
-        &SPECIAL_OR_HIGH
-    } else {
-        &SPECIAL_IN_STRING
-    };
-    let tail = words.remainder();
-    tail.iter().position(|&b| table[b as usize]).map(|i| at + i)
-}
-
 /// A top-level key, as far as the scan cares.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Key {
@@ -162,20 +116,40 @@ struct Cursor<'a> {
     at: usize,
 }
 
+/// The bytes `whitespace` skips.
+const fn is_whitespace(b: u8) -> bool {
+    matches!(b, b' ' | b'\n' | b'\t' | b'\r')
+}
+
 impl Cursor<'_> {
     fn peek(&self) -> Option<u8> {
         self.data.get(self.at).copied()
     }
 
-    #[inline]
     fn whitespace(&mut self) {
-        while let Some(b' ' | b'\n' | b'\t' | b'\r') = self.peek() {
+        while self.peek().is_some_and(is_whitespace) {
             self.at += 1;
         }
     }
 
+    /// The next byte that is not whitespace, the cursor moved onto it. Events are mostly
+    /// written without whitespace between tokens: the byte at the cursor is looked at first,
+    /// and only whitespace there costs the loop.
+    #[inline(always)]
+    fn token(&mut self) -> Option<u8> {
+        match self.peek() {
+            Some(b) if is_whitespace(b) => {
+                self.whitespace();
+                self.peek()
+            }
+            next => next,
+        }
+    }
+
+    /// The byte `byte` after any whitespace, stepped over.
+    #[inline(always)]
     fn eat(&mut self, byte: u8) -> Step {
-        if self.peek() == Some(byte) {
+        if self.token() == Some(byte) {
             self.at += 1;
             Ok(())
         } else {
@@ -186,30 +160,28 @@ impl Cursor<'_> {
     /// The top-level object, recording the wanted members.
     fn object(&mut self, read_whole: impl Fn(&[u8]) -> bool) -> Step<Members> {
         let mut members = Members::default();
-        self.whitespace();
         self.eat(b'{')?;
-        self.whitespace();
-        if self.peek() == Some(b'}') {
-            self.at += 1;
-            return Ok(members);
+        match self.token() {
+            Some(b'}') => {
+                self.at += 1;
+                return Ok(members);
+            }
+            Some(b'"') => {}
+            _ => return Err(Stop::Invalid),
         }
         loop {
-            self.whitespace();
-            if self.peek() != Some(b'"') {
-                return Err(Stop::Invalid);
-            }
+            // At a key's opening quote.
             let key = self.top_level_key()?;
-            self.whitespace();
             self.eat(b':')?;
-            self.whitespace();
+            let first = self.token().ok_or(Stop::Invalid)?;
             let start = self.at;
-            if key == Key::Type && self.peek() == Some(b'"') {
+            if key == Key::Type && first == b'"' {
                 // The caller's hint: an escaped type, or one it reads whole, is declined.
                 if self.string()? || read_whole(&self.data[start + 1..self.at - 1]) {
                     return Err(Stop::Decline);
                 }
             } else {
-                self.value()?;
+                self.value(first)?;
             }
             let span = Some(start..self.at);
             match key {
@@ -218,53 +190,68 @@ impl Cursor<'_> {
                 Key::OutputIndex => members.output_index = span,
                 Key::Other => {}
             }
-            self.whitespace();
-            match self.peek() {
-                Some(b',') => self.at += 1,
-                Some(b'}') => {
-                    self.at += 1;
-                    return Ok(members);
-                }
-                _ => return Err(Stop::Invalid),
+            if self.after_member()? {
+                return Ok(members);
             }
+        }
+    }
+
+    /// After a member of an object: a comma and the next key's opening quote (`false`), or the
+    /// closing brace, stepped over (`true`).
+    #[inline(always)]
+    fn after_member(&mut self) -> Step<bool> {
+        match self.token() {
+            Some(b',') => {
+                self.at += 1;
+                if self.token() == Some(b'"') {
+                    Ok(false)
+                } else {
+                    Err(Stop::Invalid)
+                }
+            }
+            Some(b'}') => {
+                self.at += 1;
+                Ok(true)
+            }
+            _ => Err(Stop::Invalid),
         }
     }
 
     /// The object at the cursor, every member visited ([`visit_members`]).
     fn all_members(&mut self, mut member: impl FnMut(Range<usize>, Range<usize>)) -> Step {
-        self.whitespace();
         self.eat(b'{')?;
-        self.whitespace();
-        if self.peek() == Some(b'}') {
-            self.at += 1;
-            return Ok(());
+        match self.token() {
+            Some(b'}') => {
+                self.at += 1;
+                return Ok(());
+            }
+            Some(b'"') => {}
+            _ => return Err(Stop::Invalid),
         }
         loop {
-            self.whitespace();
-            if self.peek() != Some(b'"') {
-                return Err(Stop::Invalid);
-            }
             let key = self.at + 1;
             if self.string()? {
                 return Err(Stop::Decline);
             }
             let key = key..self.at - 1;
-            self.whitespace();
             self.eat(b':')?;
-            self.whitespace();
+            let first = self.token().ok_or(Stop::Invalid)?;
             let start = self.at;
-            self.value()?;
+            self.value(first)?;
             member(key, start..self.at);
-            self.whitespace();
-            match self.peek() {
-                Some(b',') => self.at += 1,
-                Some(b'}') => {
-                    self.at += 1;
-                    return Ok(());
-                }
-                _ => return Err(Stop::Invalid),
+            if self.after_member()? {
+                return Ok(());
             }
         }
+    }
+
+    /// A string starting at the opening quote ([`string::skip`]); returns whether it has an
+    /// escape.
+    #[inline(always)]
+    fn string(&mut self) -> Step<bool> {
+        let (end, escaped) = string::skip(self.data, self.at).ok_or(Stop::Invalid)?;
+        self.at = end;
+        Ok(escaped)
     }
 
     /// A top-level key at its opening quote: one of the wanted ones is compared whole (its
@@ -297,79 +284,32 @@ impl Cursor<'_> {
         Ok(Key::Other)
     }
 
-    /// A string starting at the opening quote; returns whether it has an escape. Its non-ASCII
-    /// bytes must be UTF-8: each run of them up to the next quote, escape or control character
-    /// is checked whole (no UTF-8 sequence holds an ASCII byte).
-    #[inline]
-    fn string(&mut self) -> Step<bool> {
-        self.at += 1;
-        let mut escaped = false;
-        loop {
-            self.at += special_in_string::<true>(&self.data[self.at..]).ok_or(Stop::Invalid)?;
-            match self.data[self.at] {
-                b'"' => {
-                    self.at += 1;
-                    return Ok(escaped);
-                }
-                b'\\' => {
-                    escaped = true;
-                    self.escape()?;
-                }
-                0x80.. => self.non_ascii()?,
-                _ => return Err(Stop::Invalid), // a control character
-            }
-        }
-    }
-
-    /// At a non-ASCII byte in a string: the run up to the next special byte is checked as
-    /// UTF-8 and skipped.
-    #[cold]
-    fn non_ascii(&mut self) -> Step {
-        let rest = &self.data[self.at..];
-        let end = special_in_string::<false>(rest).ok_or(Stop::Invalid)?;
-        std::str::from_utf8(&rest[..end]).map_err(|_| Stop::Invalid)?;
-        self.at += end;
-        Ok(())
-    }
-
-    /// The escape at the backslash: one of `"\/bfnrt`, or `u` and four hex digits (which
-    /// serde_json does not check for surrogates when it skips a string).
-    fn escape(&mut self) -> Step {
-        self.at += 1;
-        match self.peek() {
-            Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => {
-                self.at += 1;
-                Ok(())
-            }
-            Some(b'u') => {
-                let hex = self
-                    .data
-                    .get(self.at + 1..self.at + 5)
-                    .ok_or(Stop::Invalid)?;
-                if !hex.iter().all(u8::is_ascii_hexdigit) {
-                    return Err(Stop::Invalid);
-                }
-                self.at += 5;
-                Ok(())
-            }
-            _ => Err(Stop::Invalid),
-        }
-    }
-
-    /// Any value, skipped; containers without recursion (a bit per level says `{` or `[`).
-    /// Inlined in both its callers: as a call, the renumbering scan costs ~10 % more.
+    /// Any value, skipped, from its first byte `first` (at the cursor). Inlined in both its
+    /// callers, as is [`Cursor::nested`]: as a call, the renumbering scan costs ~10 % more.
     #[inline(always)]
-    fn value(&mut self) -> Step {
+    fn value(&mut self, first: u8) -> Step {
+        // Strings and numbers first: most members of an event are one or the other.
+        match first {
+            b'"' => self.string().map(|_| ()),
+            b'-' | b'0'..=b'9' => self.number(first),
+            _ => self.nested(first),
+        }
+    }
+
+    /// Any value, skipped, as [`Cursor::value`]; containers without recursion (a bit per level
+    /// says `{` or `[`).
+    #[inline(always)]
+    fn nested(&mut self, first: u8) -> Step {
         let mut depth = 0u32;
         let mut objects = 0u64;
+        let mut next = first;
         loop {
             // A value.
-            self.whitespace();
-            match self.peek().ok_or(Stop::Invalid)? {
+            match next {
                 b'"' => {
                     self.string()?;
                 }
-                b'-' | b'0'..=b'9' => self.number()?,
+                b'-' | b'0'..=b'9' => self.number(next)?,
                 b't' => self.literal(b"true")?,
                 b'f' => self.literal(b"false")?,
                 b'n' => self.literal(b"null")?,
@@ -380,9 +320,9 @@ impl Cursor<'_> {
                     self.at += 1;
                     objects = objects << 1 | u64::from(open == b'{');
                     depth += 1;
-                    self.whitespace();
                     let close = if open == b'{' { b'}' } else { b']' };
-                    if self.peek() == Some(close) {
+                    let inner = self.token();
+                    if inner == Some(close) {
                         self.at += 1;
                         objects >>= 1;
                         depth -= 1;
@@ -390,6 +330,7 @@ impl Cursor<'_> {
                         if open == b'{' {
                             self.key()?;
                         }
+                        next = self.token().ok_or(Stop::Invalid)?;
                         continue;
                     }
                 }
@@ -400,15 +341,15 @@ impl Cursor<'_> {
                 if depth == 0 {
                     return Ok(());
                 }
-                self.whitespace();
                 let in_object = objects & 1 == 1;
-                match self.peek() {
+                match self.token() {
                     Some(b',') => {
                         self.at += 1;
                         if in_object {
-                            self.whitespace();
+                            self.token();
                             self.key()?;
                         }
+                        next = self.token().ok_or(Stop::Invalid)?;
                         break;
                     }
                     Some(b'}') if in_object => {}
@@ -422,31 +363,43 @@ impl Cursor<'_> {
         }
     }
 
-    /// A nested object's key and its colon.
+    /// A nested object's key, at the cursor, and its colon.
     fn key(&mut self) -> Step {
         if self.peek() != Some(b'"') {
             return Err(Stop::Invalid);
         }
         self.string()?;
-        self.whitespace();
         self.eat(b':')
     }
 
-    /// `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`, with no digit right after a lone 0.
-    fn number(&mut self) -> Step {
-        if self.peek() == Some(b'-') {
+    /// `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`, with no digit right after a lone 0,
+    /// from `first`, the byte at the cursor. The integer part here, and one look at the byte
+    /// after it for the rest (most numbers of an event are plain integers).
+    #[inline(always)]
+    fn number(&mut self, first: u8) -> Step {
+        let mut lead = Some(first);
+        if first == b'-' {
             self.at += 1;
+            lead = self.peek();
         }
-        match self.peek() {
-            Some(b'0') => {
+        match lead {
+            Some(b'0') => self.at += 1,
+            Some(b'1'..=b'9') => {
                 self.at += 1;
-                if self.peek().is_some_and(|b| b.is_ascii_digit()) {
-                    return Err(Stop::Invalid);
-                }
+                self.digits();
             }
-            Some(b'1'..=b'9') => self.digits(),
             _ => return Err(Stop::Invalid),
         }
+        match self.peek() {
+            // Only after a lone 0: other digits were all taken.
+            Some(b'0'..=b'9') => Err(Stop::Invalid),
+            Some(b'.' | b'e' | b'E') => self.fraction_and_exponent(),
+            _ => Ok(()),
+        }
+    }
+
+    /// A number's fraction and exponent, each optional, at the byte after its integer part.
+    fn fraction_and_exponent(&mut self) -> Step {
         if self.peek() == Some(b'.') {
             self.at += 1;
             self.some_digits()?;
@@ -485,5 +438,6 @@ impl Cursor<'_> {
     }
 }
 
+mod string;
 #[cfg(test)]
 mod tests;

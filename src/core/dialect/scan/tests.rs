@@ -163,3 +163,179 @@ fn declines_escaped_top_level_keys_and_deep_nesting() {
     let fine = format!("{{\"a\":{}1{}}}", "[".repeat(60), "]".repeat(60));
     assert!(matches!(scan(fine.as_bytes()), Scan::Object(_)));
 }
+
+/// serde_json's verdict on `json` as one object (its values skipped, as the scan skips them),
+/// after the UTF-8 check the caller's serde_json path makes first.
+fn serde_json_accepts(json: &[u8]) -> bool {
+    use std::collections::BTreeMap;
+    std::str::from_utf8(json).is_ok()
+        && serde_json::from_slice::<BTreeMap<String, serde::de::IgnoredAny>>(json).is_ok()
+}
+
+/// The scan agrees with serde_json on `json` and on every prefix of it (each cut short ends
+/// in a different place of the string and word tests), and returns the scan of `json`.
+fn judged_as_serde_json_does(json: &[u8]) -> Scan {
+    for end in 0..=json.len() {
+        let part = &json[..end];
+        let verdict = scan(part);
+        match verdict {
+            Scan::Object(_) => assert!(serde_json_accepts(part), "{part:?}"),
+            Scan::Invalid => assert!(!serde_json_accepts(part), "{part:?}"),
+            Scan::Decline => {}
+        }
+    }
+    scan(json)
+}
+
+/// Strings are skipped eight bytes at a time up to their first byte that is not plain ASCII;
+/// the fewer than eight bytes before the end of the data as a shifted last word. Every length,
+/// with a special byte at every place, in every role a string has, ended by the data or not.
+#[test]
+fn strings_of_every_length_with_a_special_byte_anywhere() {
+    let specials: [&[u8]; 8] = [
+        b"",
+        b"\\\"",
+        b"\\n",
+        b"\\u00e9",
+        "é".as_bytes(),
+        b"\x01",
+        b"\\x",
+        b"\xff",
+    ];
+    for len in 0..20 {
+        for special in specials {
+            for at in 0..=len {
+                if special.is_empty() && at > 0 {
+                    break;
+                }
+                let mut text = vec![b'w'; len];
+                text.splice(at..at, special.iter().copied());
+                let quoted = [&b"\""[..], &text, b"\""].concat();
+                let valid = serde_json_accepts(&[&b"{\"a\":"[..], &quoted, b"}"].concat());
+                for (before, after) in [
+                    (&b"{\"a\":"[..], &b"}"[..]),
+                    (b"{\"a\":", b",\"sequence_number\":7}"),
+                    (b"{\"a\":[1,", b"]}"),
+                    (b"{\"a\":{", b":2},\"sequence_number\":7}"),
+                    (b"{", b":3,\"sequence_number\":7}"),
+                    (b"{\"type\":", b"}"),
+                    (b"{\"type\":", b",\"sequence_number\":7}"),
+                ] {
+                    let json = [before, &quoted, after].concat();
+                    let verdict = judged_as_serde_json_does(&json);
+                    let declined = special.starts_with(b"\\")
+                        && (before == b"{" || before.ends_with(b"\"type\":"));
+                    match verdict {
+                        Scan::Object(m) => {
+                            assert!(valid && !declined, "{json:?}");
+                            if after.ends_with(b"\"sequence_number\":7}") {
+                                assert_eq!(m.sequence_number.map(|r| &json[r]), Some(&b"7"[..]));
+                            }
+                            if before.ends_with(b"\"type\":") {
+                                assert_eq!(m.kind.map(|r| &json[r]), Some(&quoted[..]));
+                            }
+                        }
+                        Scan::Invalid => assert!(!valid, "{json:?}"),
+                        Scan::Decline => assert!(valid && declined, "{json:?}"),
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Plain integers are taken in one step, the rest of the grammar apart: both as serde_json
+/// judges them, inside and at the end of a container, and at the end of the data.
+#[test]
+fn numbers_as_serde_json_reads_them() {
+    let numbers = [
+        "0",
+        "-0",
+        "7",
+        "10",
+        "-12",
+        "01",
+        "00",
+        "-01",
+        "-",
+        "--1",
+        "+1",
+        "1.",
+        "1.e3",
+        ".5",
+        "1.5",
+        "0.0",
+        "-0.25",
+        "1e",
+        "1e+",
+        "1e-",
+        "1E5",
+        "1e+5",
+        "0e0",
+        "2.5E-3",
+        "1ee2",
+        "1.2.3",
+        "2-",
+        "-a",
+        "1a",
+        "18446744073709551616",
+        "1e400",
+    ];
+    for number in numbers {
+        let valid = serde_json_accepts(format!("{{\"a\":{number}}}").as_bytes());
+        for json in [
+            format!("{{\"sequence_number\":{number}}}"),
+            format!("{{\"sequence_number\":{number},\"a\":1}}"),
+            format!("{{\"sequence_number\":{number} }}"),
+            format!("{{\"a\":[{number}],\"b\":[{number},{number}],\"sequence_number\":{number}}}"),
+            format!("{{\"a\":{{\"b\":{number}}},\"sequence_number\":{number}}}"),
+        ] {
+            match judged_as_serde_json_does(json.as_bytes()) {
+                Scan::Object(m) => {
+                    assert!(valid, "{json}");
+                    assert_eq!(m.sequence_number.map(|r| &json[r]), Some(number), "{json}");
+                }
+                Scan::Invalid => assert!(!valid, "{json}"),
+                Scan::Decline => panic!("{json}"),
+            }
+        }
+    }
+}
+
+/// The compact layout is read by looking at the next byte; whitespace before or after any
+/// structural byte takes the loop, and the spans found are the same.
+#[test]
+fn whitespace_between_any_tokens() {
+    let compact = r#"{"type":"response.output_text.delta","sequence_number":57,"item_id":"msg_0","output_index":0,"a":[{"b":[1,"c",true]},{}],"e":{},"sequence_number":58,"delta":"some words "}"#;
+    let spans = |json: &str| match scan(json.as_bytes()) {
+        Scan::Object(m) => {
+            [m.kind, m.sequence_number, m.output_index].map(|span| span.map(|r| json[r].to_owned()))
+        }
+        other => panic!("{json}: {other:?}"),
+    };
+    let expected = spans(compact);
+    assert_eq!(expected[1].as_deref(), Some("58"));
+    let structural = |c: Option<char>| c.is_some_and(|c| "{}[]:,".contains(c));
+    let mut in_string = false;
+    for (at, c) in compact.char_indices() {
+        let before = compact[..at].chars().next_back();
+        if !in_string && (structural(Some(c)) || structural(before)) {
+            for space in [" ", "\n", "\t", "\r", " \r\n\t "] {
+                let json = format!("{}{space}{}", &compact[..at], &compact[at..]);
+                assert!(serde_json_accepts(json.as_bytes()), "{json}");
+                assert_eq!(spans(&json), expected, "{json}");
+            }
+        }
+        if c == '"' {
+            in_string = !in_string;
+        }
+    }
+    for space in [" ", "\u{a0}", "\u{b}", "\u{c}"] {
+        let json = format!("{compact}{space}");
+        assert_eq!(
+            matches!(scan(json.as_bytes()), Scan::Object(_)),
+            serde_json_accepts(json.as_bytes()),
+            "{json:?}"
+        );
+    }
+}
