@@ -9,31 +9,16 @@ use std::ops::Range;
 
 use serde::Deserialize;
 
+use kind::{ARGUMENTS_DELTA, CREATED, ITEM_ADDED, ITEM_DONE, always_read};
+pub use kind::{LISTS_OUTPUT, Skip, TERMINAL_TYPES, lists_output, may_signal, may_skip};
+#[cfg(test)]
+use kind::{TEXT_DELTA, leading_type, leading_type_end, leading_type_end_if};
+
 use super::members;
 use super::scan::{self, Scan};
 use crate::core::lifecycle::track::{CallItem, NativeItem, Signal};
 use crate::core::lifecycle::{Kind, OutputFacts};
 use crate::core::rules::items::ItemHead;
-
-/// Event types that end a response: open calls are closed just before them.
-pub const TERMINAL_TYPES: &[&str] = &[
-    "response.completed",
-    "response.failed",
-    "response.incomplete",
-    "error",
-];
-/// Event types whose `response` object lists the output so far.
-pub const LISTS_OUTPUT: &[&str] = &[
-    "response.completed",
-    "response.failed",
-    "response.incomplete",
-    "response.in_progress",
-    "response.queued",
-];
-const CREATED: &str = "response.created";
-const ITEM_ADDED: &str = "response.output_item.added";
-const ITEM_DONE: &str = "response.output_item.done";
-const ARGUMENTS_DELTA: &str = "response.function_call_arguments.delta";
 
 /// A top-level number (`sequence_number`, `output_index`): its value and where its digits lie
 /// in the event's data.
@@ -75,57 +60,6 @@ pub struct ResponseId<'a> {
 /// The data is not a JSON object of the expected shape: forward it untouched.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Unreadable;
-
-/// Whether an event of this type (from its `event:` line) can carry a [`Signal`]; others need
-/// not be parsed unless their `sequence_number` must change.
-pub fn may_signal(event_type: &[u8]) -> bool {
-    event_type == ITEM_ADDED.as_bytes()
-        || event_type == CREATED.as_bytes()
-        || event_type == ITEM_DONE.as_bytes()
-        || event_type == ARGUMENTS_DELTA.as_bytes()
-        || TERMINAL_TYPES.iter().any(|t| t.as_bytes() == event_type)
-}
-
-/// What [`may_skip`] knows of an event that may go unread.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Skip {
-    /// The data has a `"sequence_number"` in it (found, not read): the event is kept, should an
-    /// injection need the number after it.
-    pub numbered: bool,
-}
-
-/// Whether an event may go unread: its `event:` line names a type that can carry no
-/// [`Signal`] and lists no output, and its data says the same type. Clients read the data's
-/// `type` (the line is only a hint to them): the line is trusted where the data opens with the
-/// same `type` and names no other `"type"` (a later member would override it; a nested one, as
-/// in a `content_part`, only costs a read). Every gateway seen writes its events so.
-pub fn may_skip(line: &[u8], data: &[u8]) -> Option<Skip> {
-    if may_signal(line) || lists_output(line) {
-        return None;
-    }
-    let (kind, end) = leading_type_end(data)?;
-    if kind != line || has_quoted(&data[end..], TYPE_KEY) {
-        return None;
-    }
-    // Most gateways write the number right after the type: no search for it then.
-    let numbered =
-        data[end..].starts_with(b",\"sequence_number\"") || has_quoted(data, SEQUENCE_NUMBER_KEY);
-    Some(Skip { numbered })
-}
-
-/// A key as it is looked for, quoted, and the index of its rarest byte in an event's keys.
-struct Key(&'static [u8], usize);
-
-const TYPE_KEY: Key = Key(b"\"type\"", 2);
-const SEQUENCE_NUMBER_KEY: Key = Key(b"\"sequence_number\"", 3);
-
-/// Whether `data` has `key` (quoted) in it anywhere. Found by its rare byte (`y`, `q`): a
-/// general substring search costs twice as much or more on a text delta (measured in
-/// `benches/rewrite.rs`, and in callgrind: ~260 instructions for a `memmem::Finder` kept in a
-/// static, ~70 for this).
-fn has_quoted(data: &[u8], Key(key, rare): Key) -> bool {
-    memchr::memchr_iter(key[rare], data).any(|i| i >= rare && data[i - rare..].starts_with(key))
-}
 
 /// The top-level members `read` looks at, as raw JSON (never `null`); a repeated key keeps its
 /// last value.
@@ -222,7 +156,7 @@ pub fn read<'a>(data: &'a [u8]) -> Result<Reading<'a>, Unreadable> {
     }
     // The events that need serde_json anyway are declined at their `type` (which gateways
     // write first): one pass, not two. The scan checks the data's UTF-8.
-    let members = match scan::scan_unless(data, |k| may_signal(k) || lists_output(k)) {
+    let members = match scan::scan_unless(data, always_read) {
         // Without an `output_index`, the `item_id` is wanted (`Reading::item_id`).
         Scan::Object(members) if members.output_index.is_some() => members,
         Scan::Object(_) | Scan::Decline => return read_full(data),
@@ -240,30 +174,6 @@ pub fn read<'a>(data: &'a [u8]) -> Result<Reading<'a>, Unreadable> {
         output_index: number(members.output_index),
         ..Reading::default()
     })
-}
-
-/// The value of a `type` member that opens the object, when it is a plain string (as every
-/// gateway seen writes its events). A later `type` member would override it: only a hint.
-#[cfg(test)]
-fn leading_type(data: &[u8]) -> Option<&[u8]> {
-    leading_type_end(data).map(|(kind, _)| kind)
-}
-
-/// [`leading_type`], and where its closing quote ends in `data`.
-fn leading_type_end(data: &[u8]) -> Option<(&[u8], usize)> {
-    let rest = data.strip_prefix(b"{\"type\":")?;
-    let rest = rest
-        .strip_prefix(b" ")
-        .unwrap_or(rest)
-        .strip_prefix(b"\"")?;
-    let end = memchr::memchr2(b'"', b'\\', rest)?;
-    let start = data.len() - rest.len();
-    (rest[end] == b'"').then(|| (&rest[..end], start + end + 1))
-}
-
-/// Whether an event of this type carries a `response` whose `output` lists the items so far.
-pub fn lists_output(kind: &[u8]) -> bool {
-    LISTS_OUTPUT.iter().any(|t| t.as_bytes() == kind)
 }
 
 /// [`read`] with serde_json, every top-level member visited.
@@ -437,5 +347,6 @@ fn plain_u64(digits: impl AsRef<[u8]>) -> Option<u64> {
     })
 }
 
+mod kind;
 #[cfg(test)]
 mod tests;

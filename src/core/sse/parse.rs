@@ -21,6 +21,8 @@ use bytes::{Bytes, BytesMut};
 
 use super::event::{Event, Fields, Item};
 
+mod simple;
+
 const BOM: &[u8] = b"\xEF\xBB\xBF";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -132,7 +134,28 @@ impl Parser {
     }
 
     /// The next complete item, or `None` when more input is needed.
+    ///
+    /// Inlined into the caller's loop, so that its last call for a chunk parsed to its end
+    /// (each chunk of a paced stream is) costs a test, not a call.
+    #[inline]
     pub fn next_item(&mut self) -> Option<Item> {
+        if self.in_chunk && self.chunk.is_empty() {
+            // Nothing of the chunk to hold.
+            self.in_chunk = false;
+            if self.pending.is_empty() {
+                return None;
+            }
+        }
+        self.parse_item()
+    }
+
+    #[inline(never)]
+    fn parse_item(&mut self) -> Option<Item> {
+        self.simple_item().or_else(|| self.general_item())
+    }
+
+    /// [`Parser::next_item`] line by line, for any input.
+    fn general_item(&mut self) -> Option<Item> {
         loop {
             if let Some(item) = self.next_item_here() {
                 return Some(item);

@@ -350,3 +350,51 @@ fn native_items_terminal_done_and_garbage() {
     assert!(may_signal(b"response.output_item.done"));
     assert!(!may_signal(b"response.output_text.delta"));
 }
+
+#[test]
+fn always_read_is_may_signal_or_lists_output() {
+    let named = [TEXT_DELTA, CREATED, ITEM_ADDED, ITEM_DONE, ARGUMENTS_DELTA]
+        .into_iter()
+        .chain(TERMINAL_TYPES.iter().copied())
+        .chain(LISTS_OUTPUT.iter().copied());
+    for kind in named {
+        let kind = kind.as_bytes();
+        // The type, and every other type of its length or one byte off (a prefix, one more byte).
+        let mut near = vec![
+            kind.to_vec(),
+            kind[..kind.len() - 1].to_vec(),
+            kind.to_vec(),
+        ];
+        near[2].push(b'x');
+        for i in 0..kind.len() {
+            let mut other = kind.to_vec();
+            other[i] ^= 1;
+            near.push(other);
+        }
+        for k in near {
+            let want = may_signal(&k) || lists_output(&k);
+            assert_eq!(always_read(&k), want, "{}", String::from_utf8_lossy(&k));
+        }
+    }
+    assert!(!always_read(b""));
+}
+
+#[test]
+fn the_usual_type_is_compared_where_it_lies() {
+    let delta = TEXT_DELTA.as_bytes();
+    let datas: [&[u8]; 7] = [
+        br#"{"type":"response.output_text.delta","x":1}"#,
+        br#"{"type": "response.output_text.delta"}"#,
+        br#"{"type":"response.output_text.deltas"}"#,
+        br#"{"type":"response.output_text.delt"}"#,
+        br#"{"type":"response.output_text.delta"#,
+        br#"{"type":"response.output_text.delta\""}"#,
+        br#"{ "type":"response.output_text.delta"}"#,
+    ];
+    for data in datas {
+        // As the general check: the leading type, up to its closing quote, is the line's.
+        let general = leading_type_end(data).and_then(|(k, end)| (k == delta).then_some(end));
+        assert_eq!(leading_type_end_if(data, delta), general, "{data:?}");
+    }
+    assert_eq!(leading_type_end_if(datas[0], delta), Some(36));
+}

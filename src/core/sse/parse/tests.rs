@@ -223,3 +223,99 @@ fn raw_offset_of_data_maps_multiline() {
     assert_eq!(e.raw_offset_of_data(3), Some(15));
     assert_eq!(e.raw_offset_of_data(5), None);
 }
+
+mod split {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// Pieces of event streams, the usual shape and every oddity the fast path leaves to the
+    /// general one (CR and CRLF, comments, other fields, tabs, a BOM, a second `data` line).
+    const TOKENS: &[&[u8]] = &[
+        b"event: response.output_text.delta\n",
+        b"data: {\"type\":\"a\",\"delta\":\"words\"}\n",
+        b"data:x\n",
+        b"event:\n",
+        b"\n",
+        b"\n",
+        b"\r",
+        b"\r\n",
+        b": ping\n",
+        b"id: 7\n",
+        b"retry: 30\n",
+        b"data\n",
+        b"\t",
+        b"\0",
+        b"\xEF\xBB\xBF",
+        b"x",
+    ];
+
+    /// The items of `input` pushed as `Bytes` in pieces cut at `cuts`, then finished.
+    fn items_split(input: &[u8], cuts: &[usize], max: usize) -> Vec<Item> {
+        let mut parser = Parser::new(max);
+        let mut out = Vec::new();
+        let mut from = 0;
+        for &cut in cuts.iter().chain([&input.len()]) {
+            let cut = cut.clamp(from, input.len());
+            parser.push_bytes(Bytes::copy_from_slice(&input[from..cut]));
+            out.extend(std::iter::from_fn(|| parser.next_item()));
+            from = cut;
+        }
+        parser.finish();
+        out.extend(std::iter::from_fn(|| parser.next_item()));
+        out
+    }
+
+    /// `items` with each run of oversize pieces as one piece: an oversize event is handed out as
+    /// its bytes are scanned, so where it is cut depends on how the input was split.
+    fn joined(items: Vec<Item>) -> Vec<Item> {
+        let mut out: Vec<Item> = Vec::new();
+        for item in items {
+            match (out.last_mut(), item) {
+                (Some(Item::Oversize(run)), Item::Oversize(piece)) => {
+                    *run = [&run[..], &piece[..]].concat().into();
+                }
+                (_, item) => out.push(item),
+            }
+        }
+        out
+    }
+
+    /// The items of `input` from the general path alone (no fast path), in one piece.
+    fn items_general(input: &[u8], max: usize) -> Vec<Item> {
+        let mut parser = Parser::new(max);
+        parser.push(input);
+        parser.finish();
+        std::iter::from_fn(|| parser.general_item()).collect()
+    }
+
+    proptest! {
+        /// However the stream is cut (after each token: whole events in most pieces, the fast
+        /// path's case; anywhere; a byte at a time), the same items come out as from the general
+        /// path alone.
+        #[test]
+        fn the_same_items_however_the_input_is_split(
+            tokens in proptest::collection::vec(proptest::sample::select(TOKENS), 0..30),
+            mut cuts in proptest::collection::vec(0usize..400, 0..8),
+            max in prop_oneof![Just(1usize << 20), 8usize..80],
+        ) {
+            let input = tokens.concat();
+            cuts.sort_unstable();
+            let general = items_general(&input, max);
+            prop_assert_eq!(bytes_of(&general), &input[..]);
+            let general = joined(general);
+            let ends: Vec<usize> = tokens
+                .iter()
+                .scan(0, |end, t| {
+                    *end += t.len();
+                    Some(*end)
+                })
+                .collect();
+            let bytewise: Vec<usize> = (0..input.len()).collect();
+            for cuts in [&[][..], &cuts, &ends, &bytewise] {
+                let items = joined(items_split(&input, cuts, max));
+                prop_assert_eq!(&items, &general, "cuts {:?}", cuts);
+            }
+        }
+    }
+}
