@@ -6,9 +6,10 @@
 #
 # The shape of bench/run.sh's paced phase (PACED="concurrency streams events pace_us": 200 400
 # 250 20000 by default), the proxy pinned to CPU 1 and the upstream and client to CPU 0, ROUNDS
-# rounds (default 3) of every build then nginx. utime and stime are /proc's, read before and
-# after the measured client (a warm-up first); the split between them is sampled by the
-# kernel, their sum is not. Time, so quote ratios within one run. Markdown on stdout.
+# rounds (default 3) of every build and nginx, the order turned by one place each round. utime
+# and stime are /proc's, read before and after the measured client (a warm-up first); the split
+# between them is sampled by the kernel, their sum is not. Time, so quote ratios within one run.
+# Markdown on stdout.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/lib.sh
@@ -75,13 +76,22 @@ print(f'| $label | $round | {e} | {u:.2f} | {s:.2f} | {u + s:.2f} |')"
 
 echo "| target | round | events | user µs/event | system µs/event | CPU µs/event |"
 echo "|---|---|---|---|---|---|"
+# The order turns by one place each round: a target measured later in a round tends to cost more
+# (three builds measured first, second and third in turn gave up to 10 % apart for their slot
+# alone), so no target keeps the first place.
+LABELS=() TARGETS=()
+i=0
+for bin in "$@"; do
+  i=$((i + 1))
+  LABELS+=("toolpulse-$i") TARGETS+=("$bin")
+done
+LABELS+=(nginx) TARGETS+=(nginx)
 for round in $(seq "$ROUNDS"); do
-  i=0
-  for bin in "$@"; do
-    i=$((i + 1))
-    measure "toolpulse-$i" "$bin"
+  n=${#TARGETS[@]}
+  for k in $(seq 0 $((n - 1))); do
+    j=$(((k + round - 1) % n))
+    measure "${LABELS[$j]}" "${TARGETS[$j]}"
   done
-  measure nginx nginx
 done
 echo
 echo "toolpulse-N: $*; paced shape $CONC × $STREAMS × $EVENTS, an event every $PACE µs."
