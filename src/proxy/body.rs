@@ -304,18 +304,16 @@ impl RewriteBody {
         }
     }
 
-    /// Progress reports that arrived for this stream's calls, rendered; nothing when there are
-    /// none (then the inbox wakes this task at the next one).
-    fn take_progress(&mut self, cx: &mut Context<'_>) -> Bytes {
-        let Some(progress) = &self.progress else {
-            return Bytes::new();
-        };
-        let reports = progress.inbox.take(cx.waker());
+    /// Progress reports that arrived for this stream's calls, rendered (empty when there are
+    /// none: then the inbox wakes this task at the next one); `None` for a stream without a
+    /// progress source, which has nothing to hand over at all.
+    fn take_progress(&mut self, cx: &mut Context<'_>) -> Option<Bytes> {
+        let reports = self.progress.as_ref()?.inbox.take(cx.waker());
         let mut out = bytes::BytesMut::new();
         for (call_id, report) in reports {
             out.extend_from_slice(&self.rewriter.progress(&call_id, report, Self::now()));
         }
-        out.freeze()
+        Some(out.freeze())
     }
 
     /// Upstream is pending: sends a heartbeat (or held-back progress) if one is due, else arms
@@ -351,11 +349,10 @@ impl Body for RewriteBody {
                     return this.end(StreamEnd::Drained);
                 }
             }
-            if this.progress.is_some() {
-                let progress = this.take_progress(cx);
-                if let polled @ Poll::Ready(_) = this.send(progress) {
-                    return polled;
-                }
+            if let Some(progress) = this.take_progress(cx)
+                && let polled @ Poll::Ready(_) = this.send(progress)
+            {
+                return polled;
             }
             let frame = match Pin::new(&mut this.upstream).poll_frame(cx) {
                 Poll::Pending => {
