@@ -127,7 +127,7 @@ pub fn in_stream(config: Arc<Config>, input: &[u8]) -> BTreeSet<String> {
     let mut rewriter = Rewriter::new(config.settings());
     let mut names = BTreeSet::new();
     let mut collect = |rewriter: &mut Rewriter| {
-        for observation in rewriter.take_observations() {
+        for observation in rewriter.take_observations().into_iter().flatten() {
             if let Some(name) = unconfigured_name(&observation) {
                 names.insert(name.to_string());
             }

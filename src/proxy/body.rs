@@ -223,64 +223,67 @@ impl RewriteBody {
             store,
             ..
         } = self;
-        for observation in rewriter.take_observations() {
-            if let Some(name) = unconfigured::unconfigured_name(&observation) {
-                unconfigured.report(name);
-            }
-            if let Some(span) = &mut log.span {
-                span.observe(&observation);
-            }
-            match observation {
-                Observation::CallRunning {
-                    call_id,
-                    name,
-                    arguments,
-                } => {
-                    if let Some(progress) = progress {
-                        progress.call_running(&call_id, &name, &arguments);
+        // Tested first: most events observe nothing, and an empty drain costs its set-up.
+        if let Some(observations) = rewriter.take_observations() {
+            for observation in observations {
+                if let Some(name) = unconfigured::unconfigured_name(&observation) {
+                    unconfigured.report(name);
+                }
+                if let Some(span) = &mut log.span {
+                    span.observe(&observation);
+                }
+                match observation {
+                    Observation::CallRunning {
+                        call_id,
+                        name,
+                        arguments,
+                    } => {
+                        if let Some(progress) = progress {
+                            progress.call_running(&call_id, &name, &arguments);
+                        }
                     }
-                }
-                Observation::Injected(kind) => {
-                    let label = labels::EventsInjected { r#type: kind };
-                    log.metrics().events_injected.get_or_create(&label).inc();
-                }
-                Observation::CallFinished {
-                    call_id,
-                    name,
-                    kind,
-                    outcome,
-                    duration,
-                    ..
-                } => {
-                    if let Some(progress) = progress {
-                        progress.call_finished(&call_id);
+                    Observation::Injected(kind) => {
+                        let label = labels::EventsInjected { r#type: kind };
+                        log.metrics().events_injected.get_or_create(&label).inc();
                     }
-                    log.tool_calls += 1;
-                    log.metrics().tool_call(kind.as_str(), outcome, duration);
-                    let duration_ms = duration.as_millis() as u64;
-                    // `?`: the name is the upstream's, quoted with escapes so it cannot break the line.
-                    tracing::debug!(tool = ?name, kind = kind.as_str(), outcome, duration_ms, "tool call");
-                }
-                Observation::Progress { .. } => {}
-                Observation::ResponseId { shown, upstream } => {
-                    if let Some((store, tenant)) = store {
-                        let now = std::time::Instant::now();
-                        store.put_response_id(&shown, &upstream, *tenant, now);
+                    Observation::CallFinished {
+                        call_id,
+                        name,
+                        kind,
+                        outcome,
+                        duration,
+                        ..
+                    } => {
+                        if let Some(progress) = progress {
+                            progress.call_finished(&call_id);
+                        }
+                        log.tool_calls += 1;
+                        log.metrics().tool_call(kind.as_str(), outcome, duration);
+                        let duration_ms = duration.as_millis() as u64;
+                        // `?`: the name is the upstream's, quoted with escapes so it cannot break the line.
+                        tracing::debug!(tool = ?name, kind = kind.as_str(), outcome, duration_ms, "tool call");
                     }
-                }
-                Observation::HostedPair {
-                    id,
-                    call_item,
-                    output_item,
-                    ..
-                } => {
-                    if let Some((store, tenant)) = store {
-                        let pair = Pair {
-                            call_item,
-                            output_item,
-                        };
-                        if store.put(&id, pair, *tenant, std::time::Instant::now()) {
-                            log.metrics().hosted_pairs_stored.inc();
+                    Observation::Progress { .. } => {}
+                    Observation::ResponseId { shown, upstream } => {
+                        if let Some((store, tenant)) = store {
+                            let now = std::time::Instant::now();
+                            store.put_response_id(&shown, &upstream, *tenant, now);
+                        }
+                    }
+                    Observation::HostedPair {
+                        id,
+                        call_item,
+                        output_item,
+                        ..
+                    } => {
+                        if let Some((store, tenant)) = store {
+                            let pair = Pair {
+                                call_item,
+                                output_item,
+                            };
+                            if store.put(&id, pair, *tenant, std::time::Instant::now()) {
+                                log.metrics().hosted_pairs_stored.inc();
+                            }
                         }
                     }
                 }

@@ -96,6 +96,8 @@ fn an_open_call_holds_its_arguments_once() {
     );
     let pairs: Vec<_> = r
         .take_observations()
+        .into_iter()
+        .flatten()
         .filter_map(|o| match o {
             Observation::HostedPair { call_item, .. } => Some(call_item),
             _ => None,

@@ -268,7 +268,7 @@ fn a_changed_response_id_is_mended_and_observed() {
             ))
         );
         assert_eq!(r.stats().violations.get(Rule::ResponseId), 1);
-        let seen: Vec<_> = r.take_observations().collect();
+        let seen: Vec<_> = r.take_observations().into_iter().flatten().collect();
         assert!(
             seen.contains(&Observation::ResponseId {
                 shown: "resp_A".into(),

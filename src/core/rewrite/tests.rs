@@ -409,6 +409,8 @@ fn observations_carry_progress_failure_kind_and_output_on_request() {
     let ms = |n| t0 + Duration::from_millis(n);
     let progress_of = |r: &mut Rewriter| -> Vec<String> {
         r.take_observations()
+            .into_iter()
+            .flatten()
             .filter_map(|o| match o {
                 Observation::Progress { report, .. } => report.message,
                 _ => None,
@@ -422,6 +424,8 @@ fn observations_carry_progress_failure_kind_and_output_on_request() {
     r.feed(&ev(DONE), ms(1));
     let running = r
         .take_observations()
+        .into_iter()
+        .flatten()
         .any(|o| matches!(o, Observation::CallRunning { ref call_id, .. } if call_id == "c1"));
     assert!(running);
     r.progress("c1", report(1.0, "first"), ms(10));
@@ -429,7 +433,7 @@ fn observations_carry_progress_failure_kind_and_output_on_request() {
     r.progress("c1", report(3.0, "last"), ms(30));
     assert_eq!(progress_of(&mut r), ["first"]);
     r.feed(&ev(OUTPUT), ms(40));
-    let observations: Vec<Observation> = r.take_observations().collect();
+    let observations: Vec<Observation> = r.take_observations().into_iter().flatten().collect();
     let messages: Vec<_> = observations
         .iter()
         .filter_map(|o| match o {
@@ -460,6 +464,8 @@ fn observations_carry_progress_failure_kind_and_output_on_request() {
     r.finish(ms(2));
     let finished = r
         .take_observations()
+        .into_iter()
+        .flatten()
         .find_map(|o| match o {
             Observation::CallFinished {
                 error_kind, output, ..

@@ -11,13 +11,14 @@
 
 use std::collections::BTreeMap;
 use std::future::Future;
+use std::pin::pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::Poll;
 use std::time::Instant;
 
-use tokio::sync::oneshot;
-
 use super::activity::Activity;
+use crate::net::drain::{Signal, Watch};
 
 pub struct Slots {
     max: usize,
@@ -27,7 +28,7 @@ pub struct Slots {
 
 struct Entry {
     activity: Arc<Activity>,
-    evict: oneshot::Sender<()>,
+    evict: Signal,
 }
 
 /// What became of a new connection.
@@ -43,7 +44,10 @@ pub enum Admit {
 pub struct Slot {
     id: u64,
     slots: Arc<Slots>,
-    evicted: oneshot::Receiver<()>,
+    /// Raised when the connection is evicted; looked at with an atomic load at each poll of a
+    /// connection whose task's waker stays the same ([`Watch`]), where a channel's receiver
+    /// was polled at every event of every stream.
+    evicted: Watch,
 }
 
 impl Slots {
@@ -63,7 +67,7 @@ impl Slots {
     /// Admits a connection whose requests in flight `activity` counts.
     pub fn admit(self: &Arc<Self>, activity: &Arc<Activity>) -> Admit {
         let mut open = self.open();
-        let mut evicted = false;
+        let mut evicted_one = false;
         if open.len() >= self.max {
             let now = Instant::now();
             let idle = open
@@ -73,20 +77,21 @@ impl Slots {
                 return Admit::Refused;
             };
             let oldest = open.remove(&at).expect("a key of the map");
-            // Gone already when its connection ended meanwhile.
-            let _ = oldest.evict.send(());
-            evicted = true;
+            // Nobody watches when its connection ended meanwhile.
+            oldest.evict.raise();
+            evicted_one = true;
         }
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let (evict, evicted_rx) = oneshot::channel();
+        let evict = Signal::default();
+        let evicted = evict.watch();
         let activity = activity.clone();
         open.insert(id, Entry { activity, evict });
         let slot = Slot {
             id,
             slots: self.clone(),
-            evicted: evicted_rx,
+            evicted,
         };
-        match evicted {
+        match evicted_one {
             true => Admit::Evicted(slot),
             false => Admit::Taken(slot),
         }
@@ -102,13 +107,18 @@ impl Slot {
     /// Runs `connection` until it ends (`Some`), or until the connection is evicted (`None`,
     /// and the connection dropped).
     pub async fn serve<F: Future>(mut self, connection: F) -> Option<F::Output> {
-        tokio::select! {
-            // The connection first, at every poll: an eviction is rare, and an unbiased select
-            // draws a random number at every poll (every event of a stream) to pick an order.
-            biased;
-            done = connection => Some(done),
-            _ = &mut self.evicted => None,
-        }
+        let mut connection = pin!(connection);
+        // The connection first, at every poll: an eviction is rare.
+        std::future::poll_fn(|cx| {
+            if let Poll::Ready(done) = connection.as_mut().poll(cx) {
+                return Poll::Ready(Some(done));
+            }
+            match self.evicted.poll(cx) {
+                true => Poll::Ready(None),
+                false => Poll::Pending,
+            }
+        })
+        .await
     }
 }
 
@@ -140,8 +150,9 @@ mod tests {
         let Admit::Evicted(_slot_c) = slots.admit(&c) else {
             panic!("b has no request in flight")
         };
-        assert!(slot_b.evicted.try_recv().is_ok(), "b was told");
-        assert!(slot_a.evicted.try_recv().is_err(), "a is busy");
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        assert!(slot_b.evicted.poll(&mut cx), "b was told");
+        assert!(!slot_a.evicted.poll(&mut cx), "a is busy");
         drop(slot_b);
         assert_eq!(slots.len(), 2, "b's place went to c");
         let _busy_c = c.begin();
