@@ -47,6 +47,9 @@ use log::RequestLog;
 /// checked against `[events] allowed_profiles` and not forwarded.
 pub const PROFILES_HEADER: &str = "x-toolpulse-profiles";
 
+/// [`PROFILES_HEADER`] as a name made once (a `&str` is parsed at every lookup).
+static PROFILES_FIELD: http::HeaderName = http::HeaderName::from_static(PROFILES_HEADER);
+
 /// Shared state of one proxy: its config, the upstream client, metrics, the drain signal.
 pub struct Proxy {
     current: RwLock<Current>,
@@ -236,8 +239,8 @@ impl Proxy {
     ) -> Response<ProxyBody> {
         let (config, settings) = self.current();
         let (mut head, body) = request.into_parts();
-        let path = head.uri.path().to_string();
-        let mut log = RequestLog::new(self.metrics.clone(), head.method.clone(), path.clone());
+        let client_path = head.uri.path().to_string();
+        let mut log = RequestLog::new(self.metrics.clone(), head.method.clone(), client_path);
         if let Some(problem) = crate::net::listen::host_problem(head.version, &head.headers) {
             log.status = 400;
             log.response = metrics::Response::InvalidRequest;
@@ -264,7 +267,7 @@ impl Proxy {
             .telemetry
             .as_ref()
             .map(|t| t.request(&mut head, &config));
-        let profiles = match head.headers.remove(PROFILES_HEADER) {
+        let profiles = match head.headers.remove(&PROFILES_FIELD) {
             None => None,
             Some(value) => {
                 let allowed = &config.events.allowed_profiles;
@@ -306,8 +309,14 @@ impl Proxy {
         };
         let progress = self.progress.as_ref().zip(trace_id);
         let progress = progress.map(|(hub, trace_id)| (hub.clone(), trace_id));
-        let prepared =
-            request_body::prepare(&mut head, body, &config, &self.store, &self.metrics, budget);
+        let prepared = request_body::prepare(
+            (&mut head, responses_create),
+            body,
+            &config,
+            &self.store,
+            &self.metrics,
+            budget,
+        );
         let (body, facts) = match prepared.await {
             Ok(prepared) => prepared,
             Err(e) => return self.refuse_body(&e, log),

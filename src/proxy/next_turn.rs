@@ -4,9 +4,9 @@
 //! it is written, and a mended `previous_response_id` put back (`request_body.rs` reads
 //! the body; `crate::features::hosted` does the mapping itself).
 
-use http::HeaderValue;
 use http::header;
 use http::request::Parts;
+use http::{HeaderName, HeaderValue};
 
 use super::body_refusal::PrepareError;
 use crate::config::Config;
@@ -17,11 +17,17 @@ use crate::features::hosted::shared::Pairs;
 use crate::metrics::Metrics;
 use crate::net::budget::{BodyBudget, Held, ReadError};
 
+/// Azure OpenAI's credential field, made once (a `&str` name is parsed at every lookup).
+static API_KEY: HeaderName = HeaderName::from_static("api-key");
+
 /// The caller a request's pairs belong to: its credentials, digested with the hosted key.
 pub fn owner(head: &Parts, config: &Config) -> Owner {
-    let value = |name: &str| head.headers.get(name).map(HeaderValue::as_bytes);
-    let authorization = value(header::AUTHORIZATION.as_str());
-    Owner::of(&config.hosted.key, authorization, value("api-key"))
+    let headers = &head.headers;
+    let authorization = headers
+        .get(header::AUTHORIZATION)
+        .map(HeaderValue::as_bytes);
+    let api_key = headers.get(&API_KEY).map(HeaderValue::as_bytes);
+    Owner::of(&config.hosted.key, authorization, api_key)
 }
 
 /// What mapping a body read whole needs.
