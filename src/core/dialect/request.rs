@@ -123,6 +123,14 @@ pub fn rewrite_input<'a>(
     let Some(input) = members::get(text, "input") else {
         return Ok(None);
     };
+    // Only a list has items: anything else (a text `input`) is left without asking serde_json,
+    // which would refuse it and build an error saying why.
+    if !input
+        .trim_start_matches([' ', '\t', '\n', '\r'])
+        .starts_with('[')
+    {
+        return Ok(None);
+    }
     let Ok(items) = serde_json::from_str::<Vec<&RawValue>>(input) else {
         return Ok(None);
     };

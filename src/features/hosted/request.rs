@@ -4,8 +4,9 @@
 //! model sees the history it would have seen without toolpulse (docs/hosted.md).
 
 use std::collections::{HashMap, HashSet};
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
+use memchr::memmem::Finder;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
@@ -155,8 +156,10 @@ fn map_item(
 
 /// Whether a body may hold a hosted id at all: one written plainly, or with JSON escapes.
 fn may_hold_hosted_ids(body: &[u8]) -> bool {
-    memchr::memmem::find(body, id::PREFIX.as_bytes()).is_some()
-        || memchr::memmem::find(body, b"\\u").is_some()
+    // Searchers made once: building one costs more than searching a small body with it.
+    static PLAIN: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(id::PREFIX));
+    static ESCAPED: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"\\u"));
+    PLAIN.find(body).is_some() || ESCAPED.find(body).is_some()
 }
 
 /// Whether the body holds, anywhere, an id this deployment signed.
