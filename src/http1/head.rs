@@ -56,10 +56,15 @@ pub enum FieldError {
     Value,
 }
 
+/// Room for the fields the proxy adds to a head it read before it forwards it (`X-Forwarded-*`
+/// and `Accept-Encoding` to a request, `Cache-Control` and `X-Accel-Buffering` to a response):
+/// a map that has to grow for them rebuilds its table.
+const ADDED_FIELDS: usize = 4;
+
 /// The fields in order, repeated names appended. httparse has checked the bytes already; the
 /// `http` types check them again rather than trust that the two agree.
 pub fn header_map(fields: &[httparse::Header<'_>]) -> Result<HeaderMap, FieldError> {
-    let mut headers = HeaderMap::with_capacity(fields.len());
+    let mut headers = HeaderMap::with_capacity(fields.len() + ADDED_FIELDS);
     for field in fields {
         let name = HeaderName::from_bytes(field.name.as_bytes()).map_err(|_| FieldError::Name)?;
         let value = HeaderValue::from_bytes(field.value).map_err(|_| FieldError::Value)?;
