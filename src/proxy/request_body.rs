@@ -27,9 +27,9 @@ use http_body::Frame;
 pub use super::body_refusal::{HOSTED_PAST_LIMIT, PrepareError};
 use super::next_turn::{Mapping, owner};
 use crate::config::Config;
-use crate::core::dialect::request::declared_functions;
+use crate::core::dialect::request::TopLevel;
 use crate::features::hosted::id::Owner;
-use crate::features::hosted::request;
+use crate::features::hosted::request::{self, Turn};
 use crate::features::hosted::scan::SignedIdScan;
 use crate::features::hosted::shared::Pairs;
 use crate::metrics::Metrics;
@@ -160,7 +160,8 @@ pub async fn prepare(
         return Ok((Outgoing::Read { frames, held, rest }, facts));
     }
     if let Some(whole) = whole(&frames) {
-        facts.client_functions = declared_functions(&whole);
+        let top = TopLevel::of(&whole);
+        facts.client_functions = top.declared_functions();
         let now = std::time::Instant::now();
         let mut held = held;
         let mapping = Mapping {
@@ -169,7 +170,7 @@ pub async fn prepare(
             metrics,
             budget,
         };
-        match mapping.map(&whole, owner, &mut held, now).await {
+        match mapping.map(Turn::of(top), owner, &mut held, now).await {
             Ok(Some(body)) => {
                 head.headers
                     .insert(header::CONTENT_LENGTH, HeaderValue::from(body.len()));

@@ -15,7 +15,7 @@ pub use super::refusal::{Refusal, Unmapped};
 use super::scan::SignedIdScan;
 use super::shared::Found;
 use crate::core::dialect::request::{
-    COMPANION_TYPES, ItemHead, Replace, Rewritten, is_object, repeated_key, rewrite_input,
+    COMPANION_TYPES, ItemHead, Replace, Rewritten, TopLevel, is_object, repeated_key, rewrite_input,
 };
 use crate::core::ids::COMPANION_PREFIX;
 use crate::metrics::Mapping;
@@ -50,18 +50,34 @@ impl Mapped {
     }
 }
 
+/// A next turn's body as the mapping reads it: its top-level members, found once, and whether
+/// it may hold a hosted id at all (most bodies do not: then no id is verified or looked up).
+#[derive(Debug, Clone, Copy)]
+pub struct Turn<'a> {
+    pub top: TopLevel<'a>,
+    hosted: bool,
+}
+
+impl<'a> Turn<'a> {
+    pub fn of(top: TopLevel<'a>) -> Turn<'a> {
+        let hosted = may_hold_hosted_ids(top.bytes());
+        Turn { top, hosted }
+    }
+}
+
 /// The body with hosted items mapped back and companions removed, planned within `limit`
 /// bytes (`None` when it has neither); or why it cannot be forwarded. A full hosted item maps
 /// from the store when its caller's pair is there, else from its own content (it leaks nothing
 /// and loses nothing the item did not already lose); an `item_reference` has no content, so one
 /// that cannot be mapped is refused rather than left out.
 pub fn map_input<'a>(
-    body: &'a [u8],
+    turn: &Turn<'a>,
     key: &Key,
     found: &Found,
     limit: usize,
 ) -> Result<(Option<Rewritten<'a>>, Mapped), Refusal> {
-    if may_hold_hosted_ids(body) {
+    let body = turn.top.bytes();
+    if turn.hosted {
         // A lenient gateway may read what toolpulse cannot, or read another of two keys.
         let repeated = repeated_key(body);
         if (repeated.is_some() || !is_object(body)) && holds_signed_id(body, key) {
@@ -75,7 +91,7 @@ pub fn map_input<'a>(
     let mut refused = None;
     // One text per id, however many items name it.
     let mut texts: HashMap<String, Arc<str>> = HashMap::new();
-    let out = rewrite_input(body, limit, |head, item| {
+    let out = rewrite_input(&turn.top, limit, |head, item| {
         if refused.is_some() {
             return Replace::Keep;
         }
@@ -169,13 +185,13 @@ pub fn holds_signed_id(body: &[u8], key: &Key) -> bool {
 
 /// The distinct ids of the hosted items (and references to them) in a body's `input` that
 /// this deployment signed: the only ids the store is ever asked for, each once.
-pub fn signed_ids(body: &[u8], key: &Key) -> Vec<String> {
+pub fn signed_ids(turn: &Turn<'_>, key: &Key) -> Vec<String> {
     let mut ids = Vec::new();
-    if !may_hold_hosted_ids(body) {
+    if !turn.hosted {
         return ids;
     }
     let mut seen = HashSet::new();
-    let _ = rewrite_input(body, usize::MAX, |head, _| {
+    let _ = rewrite_input(&turn.top, usize::MAX, |head, _| {
         if let Some(item_id) = head.id.as_deref()
             && id::is_hosted(item_id)
             && !seen.contains(item_id)
@@ -246,7 +262,8 @@ mod tests {
     }
 
     fn map(body: &str, found: &Found) -> Result<(Option<Vec<u8>>, Mapped), Refusal> {
-        let (out, mapped) = map_input(body.as_bytes(), &key(), found, 1 << 20)?;
+        let turn = Turn::of(TopLevel::of(body.as_bytes()));
+        let (out, mapped) = map_input(&turn, &key(), found, 1 << 20)?;
         Ok((out.map(Rewritten::into_bytes), mapped))
     }
 
@@ -364,11 +381,13 @@ mod tests {
         found.0.insert(id.clone(), Ok(pair));
         let one = format!(r#"{{"type":"item_reference","id":"{id}"}}"#);
         let body = format!(r#"{{"input":[{}]}}"#, vec![one.clone(); 40_000].join(","));
-        let refused = map_input(body.as_bytes(), &key, &found, 1 << 20).expect_err("too large");
+        let turn = Turn::of(TopLevel::of(body.as_bytes()));
+        let refused = map_input(&turn, &key, &found, 1 << 20).expect_err("too large");
         assert_eq!(refused, Refusal::TooLarge { limit: 1 << 20 });
         assert!(refused.to_string().contains("1048576 bytes"), "{refused}");
         let few = format!(r#"{{"input":[{}]}}"#, vec![one; 3].join(","));
-        let (out, _) = map_input(few.as_bytes(), &key, &found, 1 << 20).expect("within");
+        let few = Turn::of(TopLevel::of(few.as_bytes()));
+        let (out, _) = map_input(&few, &key, &found, 1 << 20).expect("within");
         let out = out.expect("changed");
         let len = out.len();
         assert_eq!(
@@ -376,11 +395,7 @@ mod tests {
             len,
             "the planned length is the written one"
         );
-        assert_eq!(
-            signed_ids(body.as_bytes(), &key),
-            [id],
-            "one lookup per distinct id"
-        );
+        assert_eq!(signed_ids(&turn, &key), [id], "one lookup per distinct id");
     }
 
     #[test]
