@@ -4,21 +4,50 @@
 use std::net::{IpAddr, SocketAddr};
 
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
+use http::uri::PathAndQuery;
 use http::{Method, Uri, request};
 
 /// Fields that describe one connection, never forwarded (besides those `Connection` names), in
 /// the order they are removed. `Connection` is first: the fields it lists go before the rest.
-static HOP_BY_HOP: [HeaderName; 9] = [
-    header::CONNECTION,
-    HeaderName::from_static("keep-alive"),
-    HeaderName::from_static("proxy-connection"),
-    header::PROXY_AUTHENTICATE,
-    header::PROXY_AUTHORIZATION,
-    header::TE,
-    header::TRAILER,
-    header::TRANSFER_ENCODING,
-    header::UPGRADE,
+const HOP_BY_HOP_NAMES: [&str; 9] = [
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "proxy-authenticate",
+    "proxy-authorization",
+    "te",
+    "trailer",
+    "transfer-encoding",
+    "upgrade",
 ];
+
+/// [`HOP_BY_HOP_NAMES`] as names, made once.
+static HOP_BY_HOP: [HeaderName; 9] = {
+    let n = &HOP_BY_HOP_NAMES;
+    let name = HeaderName::from_static;
+    [
+        name(n[0]),
+        name(n[1]),
+        name(n[2]),
+        name(n[3]),
+        name(n[4]),
+        name(n[5]),
+        name(n[6]),
+        name(n[7]),
+        name(n[8]),
+    ]
+};
+
+/// The lengths of the [`HOP_BY_HOP_NAMES`], as bits.
+const HOP_BY_HOP_LENGTHS: u32 = {
+    let mut bits = 0;
+    let mut at = 0;
+    while at < HOP_BY_HOP_NAMES.len() {
+        bits |= 1 << HOP_BY_HOP_NAMES[at].len();
+        at += 1;
+    }
+    bits
+};
 
 // Names the proxy writes, made once: a `&str` name is parsed at every use, and a field it adds
 // copies the name into an allocation of its own.
@@ -35,6 +64,11 @@ pub fn remove_hop_by_hop(headers: &mut HeaderMap) {
     // moves the last field into the place it frees, so the order decides the fields' order.
     let mut present = 0u16;
     for name in headers.keys() {
+        // Most names are not as long as any of these: compared to none of them.
+        let len = name.as_str().len();
+        if len >= 32 || HOP_BY_HOP_LENGTHS & (1 << len) == 0 {
+            continue;
+        }
         if let Some(at) = HOP_BY_HOP.iter().position(|hop| hop == name) {
             present |= 1 << at;
         }
@@ -74,6 +108,11 @@ pub fn upstream_uri(upstream: &Uri, path: &str, query: Option<&str>) -> Result<U
         path_and_query.push('?');
         path_and_query.push_str(q);
     }
+    on_upstream(upstream, PathAndQuery::try_from(path_and_query)?)
+}
+
+/// `path_and_query` at the upstream's scheme and authority.
+fn on_upstream(upstream: &Uri, path_and_query: PathAndQuery) -> Result<Uri, http::Error> {
     let mut parts = http::uri::Parts::default();
     parts.scheme = Some(
         upstream
@@ -87,8 +126,35 @@ pub fn upstream_uri(upstream: &Uri, path: &str, query: Option<&str>) -> Result<U
             .expect("validated upstream has an authority")
             .clone(),
     );
-    parts.path_and_query = Some(http::uri::PathAndQuery::try_from(path_and_query)?);
+    parts.path_and_query = Some(path_and_query);
     Ok(Uri::from_parts(parts)?)
+}
+
+/// [`upstream_uri`] for a request whose target was `client`: when what it joins is the
+/// client's path and query as they came (the upstream has no path prefix, the path had no dot
+/// segment, the query is not resumption's), they are shared rather than joined and parsed
+/// again.
+pub fn upstream_uri_of(
+    upstream: &Uri,
+    client: &Uri,
+    path: &str,
+    query: Option<&str>,
+) -> Result<Uri, http::Error> {
+    let no_prefix = upstream.path().trim_end_matches('/').is_empty();
+    let joined = |sent: &PathAndQuery| {
+        let rest = sent.as_str().strip_prefix(path);
+        rest.is_some_and(|rest| match query {
+            None => rest.is_empty(),
+            Some(query) => rest.strip_prefix('?') == Some(query),
+        })
+    };
+    match client
+        .path_and_query()
+        .filter(|sent| no_prefix && joined(sent))
+    {
+        Some(path_and_query) => on_upstream(upstream, path_and_query.clone()),
+        None => upstream_uri(upstream, path, query),
+    }
 }
 
 /// Stream resumption: for `GET …/responses/{id}?stream=true&starting_after=N`, returns `N` and
@@ -96,10 +162,13 @@ pub fn upstream_uri(upstream: &Uri, path: &str, query: Option<&str>) -> Result<U
 /// client has seen, since the client's numbers are the rewritten ones).
 pub fn resumption(method: &Method, path: &str, query: Option<&str>) -> Option<(u64, String)> {
     let query = query?;
+    if method != Method::GET {
+        return None;
+    }
     let mut segments = path.trim_end_matches('/').rsplit('/');
     let is_response =
         segments.next().is_some_and(|id| !id.is_empty()) && segments.next() == Some("responses");
-    if method != Method::GET || !is_response {
+    if !is_response {
         return None;
     }
     let params: Vec<(&str, &str)> = query
@@ -130,6 +199,22 @@ pub fn may_stream(method: &Method, query: Option<&str>) -> bool {
 /// Prepares a request head for the upstream: hop-by-hop fields out, `X-Forwarded-*` in, `Host`
 /// set to the upstream's authority unless `preserve_host`.
 pub fn prepare_request(head: &mut request::Parts, uri: Uri, peer: SocketAddr, preserve_host: bool) {
+    let upstream_host = |uri: &Uri| {
+        uri.authority()
+            .and_then(|a| HeaderValue::from_str(a.as_str()).ok())
+    };
+    prepare_request_to(head, uri, upstream_host, peer, preserve_host);
+}
+
+/// [`prepare_request`] with the upstream's `Host` value given by `upstream_host` (the proxy
+/// keeps one, made once, for its one upstream), asked only when the request goes with it.
+pub fn prepare_request_to(
+    head: &mut request::Parts,
+    uri: Uri,
+    upstream_host: impl FnOnce(&Uri) -> Option<HeaderValue>,
+    peer: SocketAddr,
+    preserve_host: bool,
+) {
     // The client's `Host` is taken out of its field (a placeholder is left, which goes with the
     // field below): moved rather than copied where it is only forwarded as `X-Forwarded-Host`.
     let original_host = match head.headers.get_mut(header::HOST) {
@@ -167,11 +252,7 @@ pub fn prepare_request(head: &mut request::Parts, uri: Uri, peer: SocketAddr, pr
         );
     }
     // Always a `Host` (HTTP/1.1 needs one): the client's when preserved, else the upstream's.
-    let upstream_host = || {
-        uri.authority()
-            .and_then(|a| HeaderValue::from_str(a.as_str()).ok())
-    };
-    let host = original_host.or_else(upstream_host);
+    let host = original_host.or_else(|| upstream_host(&uri));
     headers.remove(header::HOST);
     if let Some(host) = host {
         headers.insert(header::HOST, host);

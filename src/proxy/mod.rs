@@ -54,6 +54,8 @@ static PROFILES_FIELD: http::HeaderName = http::HeaderName::from_static(PROFILES
 pub struct Proxy {
     current: RwLock<Current>,
     upstream: Uri,
+    /// The `Host` requests go upstream with (unless `preserve_host`), made once.
+    upstream_host: Option<http::HeaderValue>,
     client: upstream::Upstream,
     metrics: Arc<Metrics>,
     /// The tools without a `[[tools]]` rule already logged.
@@ -104,6 +106,9 @@ impl Proxy {
             store: Arc::new(Pairs::memory(store)),
             nonces: AtomicU64::new(u64::from_ne_bytes(seed)),
             current: RwLock::new(Current::of(config)),
+            upstream_host: upstream
+                .authority()
+                .and_then(|a| http::HeaderValue::from_str(a.as_str()).ok()),
             upstream,
             client,
             metrics: Arc::new(Metrics::new()),
@@ -289,13 +294,15 @@ impl Proxy {
             Some((_, rest)) => Some(rest.as_str()).filter(|q| !q.is_empty()),
             None => head.uri.query(),
         };
-        let uri = match headers::upstream_uri(&self.upstream, &path, query) {
+        let uri = match headers::upstream_uri_of(&self.upstream, &head.uri, &path, query) {
             Ok(uri) => uri,
             Err(e) => {
                 return self.fail(ProxyError::Upstream, &format!("bad upstream URI: {e}"), log);
             }
         };
-        headers::prepare_request(&mut head, uri, peer, config.proxy.preserve_host);
+        let upstream_host = |_: &Uri| self.upstream_host.clone();
+        let preserve_host = config.proxy.preserve_host;
+        headers::prepare_request_to(&mut head, uri, upstream_host, peer, preserve_host);
         let responses_create = request_body::is_responses_create(&head);
         // With tracing on, the trace id is the server span's (already in the header).
         let traced = log.span.as_ref().map(|span| span.trace_id()).or(trace.id());

@@ -78,9 +78,12 @@ pub fn is_responses_create(head: &Parts) -> bool {
 
 fn is_responses_path(path: &str) -> bool {
     let path = path.trim_end_matches('/');
-    let last = path.rsplit('/').next().unwrap_or_default();
-    let last = last.split(';').next().unwrap_or_default();
-    path.contains('/') && decodes_to(last, b"responses")
+    let Some(slash) = path.rfind('/') else {
+        return false;
+    };
+    let last = &path[slash + 1..];
+    let last = last.find(';').map_or(last, |semicolon| &last[..semicolon]);
+    decodes_to(last, b"responses")
 }
 
 /// Whether `text` with its `%XX` escapes decoded (others kept as they are) is `word`, in any

@@ -234,3 +234,40 @@ fn a_peer_address_is_written_as_std_writes_it() {
         assert_eq!(ip_value(ip).expect("value"), ip.to_string().as_str());
     }
 }
+
+/// Sharing the client's path and query changes nothing: the URI is the one joined.
+#[test]
+fn a_shared_target_is_the_joined_one() {
+    // Each target with the path the proxy sends on (dot segments resolved).
+    let targets = [
+        ("/v1/responses", "/v1/responses"),
+        ("/v1/responses?stream=true", "/v1/responses"),
+        ("/v1/responses?", "/v1/responses"),
+        ("/a/../v1/responses", "/v1/responses"),
+        (
+            "/v1/responses/r?stream=true&starting_after=3",
+            "/v1/responses/r",
+        ),
+        ("http://proxy.local?x=1", "/"),
+        ("http://proxy.local/p#frag", "/p"),
+        ("http://proxy.local", "/"),
+    ];
+    for upstream in ["http://gw:9000", "http://gw:9000/", "https://gw/api"] {
+        let upstream: Uri = upstream.parse().expect("upstream");
+        for (target, path) in targets {
+            let client: Uri = target.parse().expect("target");
+            let resumed = resumption(&Method::GET, path, client.query());
+            let queries = [
+                client.query(),
+                resumed.as_ref().map(|(_, rest)| rest.as_str()),
+            ];
+            for query in queries {
+                let shared = upstream_uri_of(&upstream, &client, path, query).expect("uri");
+                let joined = upstream_uri(&upstream, path, query).expect("uri");
+                let what = format!("{upstream} {target} {query:?}");
+                assert_eq!(shared.path_and_query(), joined.path_and_query(), "{what}");
+                assert_eq!(shared.to_string(), joined.to_string(), "{what}");
+            }
+        }
+    }
+}
