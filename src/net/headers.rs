@@ -302,9 +302,11 @@ pub fn is_plain_event_stream(headers: &HeaderMap) -> bool {
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| {
-            v.split(';')
-                .next()
-                .is_some_and(|t| t.trim().eq_ignore_ascii_case("text/event-stream"))
+            // The usual value, the type alone, compared as it is.
+            v.eq_ignore_ascii_case("text/event-stream")
+                || v.split(';')
+                    .next()
+                    .is_some_and(|t| t.trim().eq_ignore_ascii_case("text/event-stream"))
         });
     sse && is_identity(headers)
 }

@@ -372,8 +372,8 @@ impl Proxy {
         let (mut head, body) = response.into_parts();
         headers::remove_hop_by_hop(&mut head.headers);
         let shape = profiles.as_deref().unwrap_or(&config.events.profiles);
-        let is_stream = headers::is_event_stream(&head.headers);
-        if responses_create && !is_stream && shape.contains(&profiles::Profile::Hosted) {
+        let hosted = responses_create && shape.contains(&profiles::Profile::Hosted);
+        if hosted && !headers::is_event_stream(&head.headers) {
             let nonce = self.nonces.fetch_add(1, Ordering::Relaxed);
             let tenant = Tenant {
                 owner: facts.owner,
