@@ -4,7 +4,7 @@
 //! connection open (`Connection`), read as hyper reads them, the blank line that ends a head,
 //! and the fields written out.
 
-use bytes::{BufMut, BytesMut};
+use bytes::{BufMut, Bytes, BytesMut};
 use http::header::{CONNECTION, CONTENT_LENGTH, TRANSFER_ENCODING};
 use http::{HeaderMap, HeaderName, HeaderValue, Version};
 
@@ -56,13 +56,28 @@ pub enum FieldError {
     Value,
 }
 
+/// Room for the fields the proxy adds to a head it read before it forwards it (`X-Forwarded-*`
+/// and `Accept-Encoding` to a request, `Cache-Control` and `X-Accel-Buffering` to a response):
+/// a map that has to grow for them rebuilds its table.
+const ADDED_FIELDS: usize = 4;
+
 /// The fields in order, repeated names appended. httparse has checked the bytes already; the
 /// `http` types check them again rather than trust that the two agree.
+///
+/// The values are copied into one buffer, each a slice of it: two allocations for a head's
+/// values (the buffer, and its count of users once it has two), not one per value. The buffer
+/// lives as long as the longest-lived value: the head's own, at most [`MAX_HEAD_BYTES`].
 pub fn header_map(fields: &[httparse::Header<'_>]) -> Result<HeaderMap, FieldError> {
-    let mut headers = HeaderMap::with_capacity(fields.len());
+    let mut headers = HeaderMap::with_capacity(fields.len() + ADDED_FIELDS);
+    let mut values = Vec::with_capacity(fields.iter().map(|f| f.value.len()).sum());
+    for field in fields {
+        values.extend_from_slice(field.value);
+    }
+    let mut values = Bytes::from(values);
     for field in fields {
         let name = HeaderName::from_bytes(field.name.as_bytes()).map_err(|_| FieldError::Name)?;
-        let value = HeaderValue::from_bytes(field.value).map_err(|_| FieldError::Value)?;
+        let value = values.split_to(field.value.len());
+        let value = HeaderValue::from_maybe_shared(value).map_err(|_| FieldError::Value)?;
         headers.append(name, value);
     }
     Ok(headers)
@@ -74,6 +89,10 @@ pub fn final_coding_is_chunked(headers: &HeaderMap) -> bool {
     let Some(last) = headers.get_all(TRANSFER_ENCODING).iter().next_back() else {
         return false;
     };
+    // The usual field, `chunked` alone, without the search for the last coding.
+    if last.as_bytes().eq_ignore_ascii_case(b"chunked") {
+        return true;
+    }
     let Ok(text) = last.to_str() else {
         return false;
     };
@@ -88,12 +107,21 @@ pub fn final_coding_is_chunked(headers: &HeaderMap) -> bool {
 pub fn content_length(headers: &HeaderMap, lists: bool) -> Option<u64> {
     let mut length = None;
     for value in headers.get_all(CONTENT_LENGTH) {
+        // The usual field, digits alone, read as they are: no list, nothing to trim.
+        if value.as_bytes().iter().all(u8::is_ascii_digit) {
+            let n = decimal(value.as_bytes())?;
+            if length.is_some_and(|l| l != n) {
+                return None;
+            }
+            length = Some(n);
+            continue;
+        }
         let text = value.to_str().ok()?;
         if !lists && text.contains(',') {
             return None;
         }
         for element in text.split(',') {
-            let n = decimal(element.trim())?;
+            let n = decimal(element.trim().as_bytes())?;
             if length.is_some_and(|l| l != n) {
                 return None;
             }
@@ -104,11 +132,11 @@ pub fn content_length(headers: &HeaderMap, lists: bool) -> Option<u64> {
 }
 
 /// Digits only: `u64::from_str` would take a `+` sign.
-fn decimal(text: &str) -> Option<u64> {
+fn decimal(text: &[u8]) -> Option<u64> {
     if text.is_empty() {
         return None;
     }
-    text.bytes().try_fold(0u64, |n, b| {
+    text.iter().try_fold(0u64, |n, &b| {
         let digit = u64::from(b.checked_sub(b'0').filter(|d| *d <= 9)?);
         n.checked_mul(10)?.checked_add(digit)
     })

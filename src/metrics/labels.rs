@@ -24,6 +24,14 @@ macro_rules! label_values {
         }
 
         impl $name {
+            /// How many values the label takes.
+            pub const COUNT: usize = [$($text),+].len();
+
+            /// The value's place among them, from 0.
+            pub fn index(self) -> usize {
+                self as usize
+            }
+
             /// The label value, as the metric (and the log line) shows it.
             pub fn as_str(self) -> &'static str {
                 match self {

@@ -17,6 +17,7 @@ pub use labels::{
 };
 
 pub mod labels;
+mod taken;
 
 fn duration_histogram() -> Histogram {
     // 10 ms … ~160 s: tools run from milliseconds (a lookup) to minutes (a deep search).
@@ -75,6 +76,9 @@ pub struct Metrics {
     /// MCP `tools/call`s forwarded without being followed, by cause (connection_share,
     /// registry_full, request_share: past the 64 a POST may have followed).
     pub mcp_calls_unfollowed: Family<labels::McpUnfollowed, Counter>,
+    /// `requests` and `streams` by label value, taken once ([`taken`]).
+    requests_taken: taken::Taken<{ Response::COUNT }>,
+    streams_taken: taken::Taken<{ StreamEnd::COUNT }>,
 }
 
 impl Default for Metrics {
@@ -118,6 +122,8 @@ impl Metrics {
             client_connections_closed: Family::default(),
             admin_connections_rejected: Counter::default(),
             mcp_calls_unfollowed: Family::default(),
+            requests_taken: taken::Taken::default(),
+            streams_taken: taken::Taken::default(),
         };
         let r = &mut m.registry;
         r.register(
@@ -291,6 +297,20 @@ impl Metrics {
             m.tool_call_arguments_dropped.clone(),
         );
         m
+    }
+
+    /// `requests` for requests answered as `response` (its counter taken once, [`taken`]).
+    pub fn requests_answered(&self, response: Response) -> &Counter {
+        let labels = || labels::Requests { response };
+        self.requests_taken
+            .get(&self.requests, response.index(), labels)
+    }
+
+    /// `streams` for streams that ended as `outcome` (its counter taken once).
+    pub fn streams_ended(&self, outcome: StreamEnd) -> &Counter {
+        let labels = || labels::Streams { outcome };
+        self.streams_taken
+            .get(&self.streams, outcome.index(), labels)
     }
 
     /// Counts `n` hosted items of a request mapped back (or companions removed) by `mapping`.

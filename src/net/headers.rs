@@ -1,13 +1,15 @@
 //! Request and response heads across the proxy: hop-by-hop fields (RFC 9110 §7.6.1), the
 //! `X-Forwarded-*` fields, `Host`, the upstream URI, and stream resumption's `starting_after`.
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
+use http::uri::PathAndQuery;
 use http::{Method, Uri, request};
 
-/// Fields that describe one connection, never forwarded (besides those `Connection` names).
-const HOP_BY_HOP: &[&str] = &[
+/// Fields that describe one connection, never forwarded (besides those `Connection` names), in
+/// the order they are removed. `Connection` is first: the fields it lists go before the rest.
+const HOP_BY_HOP_NAMES: [&str; 9] = [
     "connection",
     "keep-alive",
     "proxy-connection",
@@ -19,20 +21,78 @@ const HOP_BY_HOP: &[&str] = &[
     "upgrade",
 ];
 
+/// [`HOP_BY_HOP_NAMES`] as names, made once.
+static HOP_BY_HOP: [HeaderName; 9] = {
+    let n = &HOP_BY_HOP_NAMES;
+    let name = HeaderName::from_static;
+    [
+        name(n[0]),
+        name(n[1]),
+        name(n[2]),
+        name(n[3]),
+        name(n[4]),
+        name(n[5]),
+        name(n[6]),
+        name(n[7]),
+        name(n[8]),
+    ]
+};
+
+/// The lengths of the [`HOP_BY_HOP_NAMES`], as bits.
+const HOP_BY_HOP_LENGTHS: u32 = {
+    let mut bits = 0;
+    let mut at = 0;
+    while at < HOP_BY_HOP_NAMES.len() {
+        bits |= 1 << HOP_BY_HOP_NAMES[at].len();
+        at += 1;
+    }
+    bits
+};
+
+// Names the proxy writes, made once: a `&str` name is parsed at every use, and a field it adds
+// copies the name into an allocation of its own.
+static X_FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");
+static X_FORWARDED_PROTO: HeaderName = HeaderName::from_static("x-forwarded-proto");
+static X_FORWARDED_HOST: HeaderName = HeaderName::from_static("x-forwarded-host");
+static X_ACCEL_BUFFERING: HeaderName = HeaderName::from_static("x-accel-buffering");
+
 /// Removes hop-by-hop fields, including every field the `Connection` header lists.
 pub fn remove_hop_by_hop(headers: &mut HeaderMap) {
-    let listed: Vec<HeaderName> = headers
-        .get_all(header::CONNECTION)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .filter_map(|name| HeaderName::from_bytes(name.trim().as_bytes()).ok())
-        .collect();
-    for name in listed {
-        headers.remove(name);
+    // One pass over the names finds the fixed fields that are there (most heads have none, or
+    // `Transfer-Encoding` alone): only those are removed, each a lookup. They are removed in
+    // the order of [`HOP_BY_HOP`], after those `Connection` lists, as if all were: a removal
+    // moves the last field into the place it frees, so the order decides the fields' order.
+    let mut present = 0u16;
+    for name in headers.keys() {
+        // Most names are not as long as any of these: compared to none of them.
+        let len = name.as_str().len();
+        if len >= 32 || HOP_BY_HOP_LENGTHS & (1 << len) == 0 {
+            continue;
+        }
+        if let Some(at) = HOP_BY_HOP.iter().position(|hop| hop == name) {
+            present |= 1 << at;
+        }
     }
-    for name in HOP_BY_HOP {
-        headers.remove(*name);
+    if present == 0 {
+        return;
+    }
+    // `Connection` is there: the fields it lists go first.
+    if present & 1 != 0 {
+        let listed: Vec<HeaderName> = headers
+            .get_all(header::CONNECTION)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(','))
+            .filter_map(|name| HeaderName::from_bytes(name.trim().as_bytes()).ok())
+            .collect();
+        for name in listed {
+            headers.remove(name);
+        }
+    }
+    for (at, name) in HOP_BY_HOP.iter().enumerate() {
+        if present & (1 << at) != 0 {
+            headers.remove(name);
+        }
     }
 }
 
@@ -40,20 +100,61 @@ pub fn remove_hop_by_hop(headers: &mut HeaderMap) {
 /// followed by the request's path, and the request's query.
 pub fn upstream_uri(upstream: &Uri, path: &str, query: Option<&str>) -> Result<Uri, http::Error> {
     let prefix = upstream.path().trim_end_matches('/');
-    let path_and_query = match query {
-        Some(q) => format!("{prefix}{path}?{q}"),
-        None => format!("{prefix}{path}"),
+    let length = prefix.len() + path.len() + query.map_or(0, |q| q.len() + 1);
+    let mut path_and_query = String::with_capacity(length);
+    path_and_query.push_str(prefix);
+    path_and_query.push_str(path);
+    if let Some(q) = query {
+        path_and_query.push('?');
+        path_and_query.push_str(q);
+    }
+    on_upstream(upstream, PathAndQuery::try_from(path_and_query)?)
+}
+
+/// `path_and_query` at the upstream's scheme and authority.
+fn on_upstream(upstream: &Uri, path_and_query: PathAndQuery) -> Result<Uri, http::Error> {
+    let mut parts = http::uri::Parts::default();
+    parts.scheme = Some(
+        upstream
+            .scheme()
+            .expect("validated upstream has a scheme")
+            .clone(),
+    );
+    parts.authority = Some(
+        upstream
+            .authority()
+            .expect("validated upstream has an authority")
+            .clone(),
+    );
+    parts.path_and_query = Some(path_and_query);
+    Ok(Uri::from_parts(parts)?)
+}
+
+/// [`upstream_uri`] for a request whose target was `client`: when what it joins is the
+/// client's path and query as they came (the upstream has no path prefix, the path had no dot
+/// segment, the query is not resumption's), they are shared rather than joined and parsed
+/// again.
+pub fn upstream_uri_of(
+    upstream: &Uri,
+    client: &Uri,
+    path: &str,
+    query: Option<&str>,
+) -> Result<Uri, http::Error> {
+    let no_prefix = upstream.path().trim_end_matches('/').is_empty();
+    let joined = |sent: &PathAndQuery| {
+        let rest = sent.as_str().strip_prefix(path);
+        rest.is_some_and(|rest| match query {
+            None => rest.is_empty(),
+            Some(query) => rest.strip_prefix('?') == Some(query),
+        })
     };
-    let parts = upstream.clone().into_parts();
-    Uri::builder()
-        .scheme(parts.scheme.expect("validated upstream has a scheme"))
-        .authority(
-            parts
-                .authority
-                .expect("validated upstream has an authority"),
-        )
-        .path_and_query(path_and_query)
-        .build()
+    match client
+        .path_and_query()
+        .filter(|sent| no_prefix && joined(sent))
+    {
+        Some(path_and_query) => on_upstream(upstream, path_and_query.clone()),
+        None => upstream_uri(upstream, path, query),
+    }
 }
 
 /// Stream resumption: for `GET …/responses/{id}?stream=true&starting_after=N`, returns `N` and
@@ -61,10 +162,13 @@ pub fn upstream_uri(upstream: &Uri, path: &str, query: Option<&str>) -> Result<U
 /// client has seen, since the client's numbers are the rewritten ones).
 pub fn resumption(method: &Method, path: &str, query: Option<&str>) -> Option<(u64, String)> {
     let query = query?;
+    if method != Method::GET {
+        return None;
+    }
     let mut segments = path.trim_end_matches('/').rsplit('/');
     let is_response =
         segments.next().is_some_and(|id| !id.is_empty()) && segments.next() == Some("responses");
-    if method != Method::GET || !is_response {
+    if !is_response {
         return None;
     }
     let params: Vec<(&str, &str)> = query
@@ -95,27 +199,51 @@ pub fn may_stream(method: &Method, query: Option<&str>) -> bool {
 /// Prepares a request head for the upstream: hop-by-hop fields out, `X-Forwarded-*` in, `Host`
 /// set to the upstream's authority unless `preserve_host`.
 pub fn prepare_request(head: &mut request::Parts, uri: Uri, peer: SocketAddr, preserve_host: bool) {
-    let original_host = head.headers.get(header::HOST).cloned().or_else(|| {
-        head.uri
-            .authority()
+    let upstream_host = |uri: &Uri| {
+        uri.authority()
             .and_then(|a| HeaderValue::from_str(a.as_str()).ok())
-    });
+    };
+    prepare_request_to(head, uri, upstream_host, peer, preserve_host);
+}
+
+/// [`prepare_request`] with the upstream's `Host` value given by `upstream_host` (the proxy
+/// keeps one, made once, for its one upstream), asked only when the request goes with it.
+pub fn prepare_request_to(
+    head: &mut request::Parts,
+    uri: Uri,
+    upstream_host: impl FnOnce(&Uri) -> Option<HeaderValue>,
+    peer: SocketAddr,
+    preserve_host: bool,
+) {
+    // The client's `Host` is taken out of its field (a placeholder is left, which goes with the
+    // field below): moved rather than copied where it is only forwarded as `X-Forwarded-Host`.
+    let original_host = match head.headers.get_mut(header::HOST) {
+        Some(host) => Some(std::mem::replace(host, HeaderValue::from_static(""))),
+        None => head
+            .uri
+            .authority()
+            .and_then(|a| HeaderValue::from_str(a.as_str()).ok()),
+    };
     remove_hop_by_hop(&mut head.headers);
-    let forwarded_for = match head
+    let earlier = head
         .headers
-        .get("x-forwarded-for")
-        .and_then(|v| v.to_str().ok())
-    {
-        Some(earlier) => format!("{earlier}, {}", peer.ip()),
-        None => peer.ip().to_string(),
+        .get(&X_FORWARDED_FOR)
+        .and_then(|v| v.to_str().ok());
+    let forwarded_for = match earlier {
+        Some(earlier) => HeaderValue::from_str(&format!("{earlier}, {}", peer.ip())),
+        None => ip_value(peer.ip()),
     };
     let headers = &mut head.headers;
-    if let Ok(v) = HeaderValue::from_str(&forwarded_for) {
-        headers.insert("x-forwarded-for", v);
+    if let Ok(v) = forwarded_for {
+        headers.insert(&X_FORWARDED_FOR, v);
     }
-    headers.insert("x-forwarded-proto", HeaderValue::from_static("http"));
-    if let Some(host) = &original_host {
-        headers.insert("x-forwarded-host", host.clone());
+    headers.insert(&X_FORWARDED_PROTO, HeaderValue::from_static("http"));
+    let (forwarded_host, original_host) = match original_host {
+        Some(host) if preserve_host => (Some(host.clone()), Some(host)),
+        host => (host, None),
+    };
+    if let Some(host) = forwarded_host {
+        headers.insert(&X_FORWARDED_HOST, host);
     }
     if may_stream(&head.method, head.uri.query()) {
         headers.insert(
@@ -124,26 +252,48 @@ pub fn prepare_request(head: &mut request::Parts, uri: Uri, peer: SocketAddr, pr
         );
     }
     // Always a `Host` (HTTP/1.1 needs one): the client's when preserved, else the upstream's.
-    let upstream_host = || {
-        uri.authority()
-            .and_then(|a| HeaderValue::from_str(a.as_str()).ok())
-    };
-    let host = original_host
-        .filter(|_| preserve_host)
-        .or_else(upstream_host);
+    let host = original_host.or_else(|| upstream_host(&uri));
     headers.remove(header::HOST);
     if let Some(host) = host {
         headers.insert(header::HOST, host);
     }
     // One canonical value (`000…05` is `5`), as the framing read it; the field itself is
-    // checked where the request head was read.
+    // checked where the request head was read. A field that is already that one value stays.
     let length = crate::http1::head::content_length(headers, false);
     if let Some(length) = length {
-        headers.insert(header::CONTENT_LENGTH, HeaderValue::from(length));
+        let mut text = itoa::Buffer::new();
+        let text = text.format(length).as_bytes();
+        let mut fields = headers.get_all(header::CONTENT_LENGTH).iter();
+        let canonical =
+            fields.next().is_some_and(|v| v.as_bytes() == text) && fields.next().is_none();
+        if !canonical {
+            headers.insert(header::CONTENT_LENGTH, HeaderValue::from(length));
+        }
     }
     head.uri = uri;
     // The upstream connection's own protocol (ALPN) decides the version.
     head.version = http::Version::HTTP_11;
+}
+
+/// A peer's address as a field value: an IPv4 one written without the formatting machinery
+/// (every request has one).
+fn ip_value(ip: IpAddr) -> Result<HeaderValue, http::header::InvalidHeaderValue> {
+    let IpAddr::V4(v4) = ip else {
+        return HeaderValue::from_str(&ip.to_string());
+    };
+    let mut out = [0u8; 15];
+    let mut len = 0;
+    for (n, octet) in v4.octets().into_iter().enumerate() {
+        if n > 0 {
+            out[len] = b'.';
+            len += 1;
+        }
+        let mut digits = itoa::Buffer::new();
+        let digits = digits.format(octet).as_bytes();
+        out[len..len + digits.len()].copy_from_slice(digits);
+        len += digits.len();
+    }
+    HeaderValue::from_bytes(&out[..len])
 }
 
 /// Whether a response is an event stream the proxy can rewrite (not compressed).
@@ -152,21 +302,25 @@ pub fn is_plain_event_stream(headers: &HeaderMap) -> bool {
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| {
-            v.split(';')
-                .next()
-                .is_some_and(|t| t.trim().eq_ignore_ascii_case("text/event-stream"))
+            // The usual value, the type alone, compared as it is.
+            v.eq_ignore_ascii_case("text/event-stream")
+                || v.split(';')
+                    .next()
+                    .is_some_and(|t| t.trim().eq_ignore_ascii_case("text/event-stream"))
         });
     sse && is_identity(headers)
 }
 
+/// Whether a response says it is an event stream, compressed or not.
 pub fn is_event_stream(headers: &HeaderMap) -> bool {
+    const SSE: &[u8] = b"text/event-stream";
     headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| {
-            v.trim_start()
-                .to_ascii_lowercase()
-                .starts_with("text/event-stream")
+            let v = v.trim_start().as_bytes();
+            v.get(..SSE.len())
+                .is_some_and(|t| t.eq_ignore_ascii_case(SSE))
         })
 }
 
@@ -182,127 +336,8 @@ fn is_identity(headers: &HeaderMap) -> bool {
 pub fn prepare_rewritten_response(headers: &mut HeaderMap) {
     headers.remove(header::CONTENT_LENGTH);
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    headers.insert(&X_ACCEL_BUFFERING, HeaderValue::from_static("no"));
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn hop_by_hop_and_connection_listed_fields_go() {
-        let mut h = HeaderMap::new();
-        h.insert(
-            "connection",
-            HeaderValue::from_static("keep-alive, x-secret-hop"),
-        );
-        h.insert("x-secret-hop", HeaderValue::from_static("1"));
-        h.insert("keep-alive", HeaderValue::from_static("timeout=5"));
-        h.insert("transfer-encoding", HeaderValue::from_static("chunked"));
-        h.insert("te", HeaderValue::from_static("trailers"));
-        h.insert("authorization", HeaderValue::from_static("Bearer k"));
-        remove_hop_by_hop(&mut h);
-        assert_eq!(h.len(), 1);
-        assert!(h.contains_key("authorization"));
-    }
-
-    #[test]
-    fn uri_join_with_prefix() {
-        let up: Uri = "https://gw:8443/api/".parse().expect("uri");
-        let uri = upstream_uri(&up, "/v1/responses", Some("a=1")).expect("uri");
-        assert_eq!(uri.to_string(), "https://gw:8443/api/v1/responses?a=1");
-        let up: Uri = "http://gw".parse().expect("uri");
-        assert_eq!(
-            upstream_uri(&up, "/x", None).expect("uri").to_string(),
-            "http://gw/x"
-        );
-    }
-
-    #[test]
-    fn resumption_only_for_streamed_response_gets() {
-        let get = Method::GET;
-        assert_eq!(
-            resumption(
-                &get,
-                "/v1/responses/resp_1",
-                Some("stream=true&starting_after=7&x=y")
-            ),
-            Some((7, "stream=true&x=y".into()))
-        );
-        assert_eq!(
-            resumption(&get, "/v1/responses/resp_1", Some("starting_after=7")),
-            None
-        );
-        assert_eq!(
-            resumption(&get, "/v1/responses", Some("stream=true&starting_after=7")),
-            None
-        );
-        assert_eq!(
-            resumption(
-                &Method::POST,
-                "/v1/responses/r",
-                Some("stream=true&starting_after=1")
-            ),
-            None
-        );
-        assert_eq!(
-            resumption(
-                &get,
-                "/v1/responses/r",
-                Some("stream=true&starting_after=x")
-            ),
-            None
-        );
-    }
-
-    #[test]
-    fn forwarded_fields_and_host() {
-        let req = http::Request::post("/v1/responses")
-            .header("host", "proxy.local:8080")
-            .header("x-forwarded-for", "10.0.0.1")
-            .header("accept-encoding", "gzip")
-            .body(())
-            .expect("request");
-        let (mut head, ()) = req.into_parts();
-        let uri: Uri = "http://gw:9000/v1/responses".parse().expect("uri");
-        let peer: SocketAddr = "127.0.0.1:5555".parse().expect("addr");
-        prepare_request(&mut head, uri, peer, false);
-        assert_eq!(head.headers["host"], "gw:9000");
-        assert_eq!(head.headers["x-forwarded-for"], "10.0.0.1, 127.0.0.1");
-        assert_eq!(head.headers["x-forwarded-host"], "proxy.local:8080");
-        assert_eq!(head.headers["x-forwarded-proto"], "http");
-        assert_eq!(head.headers["accept-encoding"], "identity");
-    }
-
-    #[test]
-    fn a_preserved_host_or_else_the_upstreams() {
-        let uri: Uri = "http://gw:9000/v1/responses".parse().expect("uri");
-        let peer: SocketAddr = "127.0.0.1:5555".parse().expect("addr");
-        let with_host = http::Request::post("/v1/responses").header("host", "proxy.local");
-        let (mut head, ()) = with_host.body(()).expect("request").into_parts();
-        prepare_request(&mut head, uri.clone(), peer, true);
-        assert_eq!(head.headers["host"], "proxy.local");
-        // An HTTP/1.0 client may send none: the upstream's, as HTTP/1.1 needs one.
-        let without = http::Request::post("/v1/responses")
-            .body(())
-            .expect("request");
-        let (mut head, ()) = without.into_parts();
-        prepare_request(&mut head, uri, peer, true);
-        assert_eq!(head.headers["host"], "gw:9000");
-    }
-
-    #[test]
-    fn event_stream_detection() {
-        let mut h = HeaderMap::new();
-        h.insert(
-            "content-type",
-            HeaderValue::from_static("Text/Event-Stream; charset=utf-8"),
-        );
-        assert!(is_plain_event_stream(&h));
-        h.insert("content-encoding", HeaderValue::from_static("gzip"));
-        assert!(!is_plain_event_stream(&h));
-        assert!(is_event_stream(&h));
-        h.insert("content-type", HeaderValue::from_static("application/json"));
-        assert!(!is_event_stream(&h));
-    }
-}
+mod tests;

@@ -61,18 +61,13 @@ impl RequestLog {
 impl Drop for RequestLog {
     fn drop(&mut self) {
         let m = &self.metrics;
-        let response = labels::Requests {
-            response: self.response,
-        };
-        m.requests.get_or_create(&response).inc();
+        m.requests_answered(self.response).inc();
         m.bytes_out.inc_by(self.bytes_out);
         let duration_ms = self.started.elapsed().as_millis() as u64;
         let upstream_ms = self.upstream_latency.map(|d| d.as_millis() as u64);
         let (end, stats) = match self.stream {
             Some((end, stats)) => {
-                m.streams
-                    .get_or_create(&labels::Streams { outcome: end })
-                    .inc();
+                m.streams_ended(end).inc();
                 m.streams_active.dec();
                 m.events_uninterpreted
                     .inc_by(stats.unreadable + stats.oversize_events);

@@ -47,10 +47,15 @@ use log::RequestLog;
 /// checked against `[events] allowed_profiles` and not forwarded.
 pub const PROFILES_HEADER: &str = "x-toolpulse-profiles";
 
+/// [`PROFILES_HEADER`] as a name made once (a `&str` is parsed at every lookup).
+static PROFILES_FIELD: http::HeaderName = http::HeaderName::from_static(PROFILES_HEADER);
+
 /// Shared state of one proxy: its config, the upstream client, metrics, the drain signal.
 pub struct Proxy {
     current: RwLock<Current>,
     upstream: Uri,
+    /// The `Host` requests go upstream with (unless `preserve_host`), made once.
+    upstream_host: Option<http::HeaderValue>,
     client: upstream::Upstream,
     metrics: Arc<Metrics>,
     /// The tools without a `[[tools]]` rule already logged.
@@ -101,6 +106,9 @@ impl Proxy {
             store: Arc::new(Pairs::memory(store)),
             nonces: AtomicU64::new(u64::from_ne_bytes(seed)),
             current: RwLock::new(Current::of(config)),
+            upstream_host: upstream
+                .authority()
+                .and_then(|a| http::HeaderValue::from_str(a.as_str()).ok()),
             upstream,
             client,
             metrics: Arc::new(Metrics::new()),
@@ -236,8 +244,8 @@ impl Proxy {
     ) -> Response<ProxyBody> {
         let (config, settings) = self.current();
         let (mut head, body) = request.into_parts();
-        let path = head.uri.path().to_string();
-        let mut log = RequestLog::new(self.metrics.clone(), head.method.clone(), path.clone());
+        let client_path = head.uri.path().to_string();
+        let mut log = RequestLog::new(self.metrics.clone(), head.method.clone(), client_path);
         if let Some(problem) = crate::net::listen::host_problem(head.version, &head.headers) {
             log.status = 400;
             log.response = metrics::Response::InvalidRequest;
@@ -264,7 +272,7 @@ impl Proxy {
             .telemetry
             .as_ref()
             .map(|t| t.request(&mut head, &config));
-        let profiles = match head.headers.remove(PROFILES_HEADER) {
+        let profiles = match head.headers.remove(&PROFILES_FIELD) {
             None => None,
             Some(value) => {
                 let allowed = &config.events.allowed_profiles;
@@ -286,13 +294,15 @@ impl Proxy {
             Some((_, rest)) => Some(rest.as_str()).filter(|q| !q.is_empty()),
             None => head.uri.query(),
         };
-        let uri = match headers::upstream_uri(&self.upstream, &path, query) {
+        let uri = match headers::upstream_uri_of(&self.upstream, &head.uri, &path, query) {
             Ok(uri) => uri,
             Err(e) => {
                 return self.fail(ProxyError::Upstream, &format!("bad upstream URI: {e}"), log);
             }
         };
-        headers::prepare_request(&mut head, uri, peer, config.proxy.preserve_host);
+        let upstream_host = |_: &Uri| self.upstream_host.clone();
+        let preserve_host = config.proxy.preserve_host;
+        headers::prepare_request_to(&mut head, uri, upstream_host, peer, preserve_host);
         let responses_create = request_body::is_responses_create(&head);
         // With tracing on, the trace id is the server span's (already in the header).
         let traced = log.span.as_ref().map(|span| span.trace_id()).or(trace.id());
@@ -306,8 +316,14 @@ impl Proxy {
         };
         let progress = self.progress.as_ref().zip(trace_id);
         let progress = progress.map(|(hub, trace_id)| (hub.clone(), trace_id));
-        let prepared =
-            request_body::prepare(&mut head, body, &config, &self.store, &self.metrics, budget);
+        let prepared = request_body::prepare(
+            (&mut head, responses_create),
+            body,
+            &config,
+            &self.store,
+            &self.metrics,
+            budget,
+        );
         let (body, facts) = match prepared.await {
             Ok(prepared) => prepared,
             Err(e) => return self.refuse_body(&e, log),
@@ -356,8 +372,8 @@ impl Proxy {
         let (mut head, body) = response.into_parts();
         headers::remove_hop_by_hop(&mut head.headers);
         let shape = profiles.as_deref().unwrap_or(&config.events.profiles);
-        let is_stream = headers::is_event_stream(&head.headers);
-        if responses_create && !is_stream && shape.contains(&profiles::Profile::Hosted) {
+        let hosted = responses_create && shape.contains(&profiles::Profile::Hosted);
+        if hosted && !headers::is_event_stream(&head.headers) {
             let nonce = self.nonces.fetch_add(1, Ordering::Relaxed);
             let tenant = Tenant {
                 owner: facts.owner,

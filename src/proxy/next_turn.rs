@@ -4,24 +4,30 @@
 //! it is written, and a mended `previous_response_id` put back (`request_body.rs` reads
 //! the body; `crate::features::hosted` does the mapping itself).
 
-use http::HeaderValue;
 use http::header;
 use http::request::Parts;
+use http::{HeaderName, HeaderValue};
 
 use super::body_refusal::PrepareError;
 use crate::config::Config;
-use crate::core::dialect::request::{previous_response_id, set_previous_response_id};
+use crate::core::dialect::request::set_previous_response_id;
 use crate::features::hosted::id::Owner;
-use crate::features::hosted::request::{Mapped, map_input, signed_ids};
+use crate::features::hosted::request::{Mapped, Turn, map_input, signed_ids};
 use crate::features::hosted::shared::Pairs;
 use crate::metrics::Metrics;
 use crate::net::budget::{BodyBudget, Held, ReadError};
 
+/// Azure OpenAI's credential field, made once (a `&str` name is parsed at every lookup).
+static API_KEY: HeaderName = HeaderName::from_static("api-key");
+
 /// The caller a request's pairs belong to: its credentials, digested with the hosted key.
 pub fn owner(head: &Parts, config: &Config) -> Owner {
-    let value = |name: &str| head.headers.get(name).map(HeaderValue::as_bytes);
-    let authorization = value(header::AUTHORIZATION.as_str());
-    Owner::of(&config.hosted.key, authorization, value("api-key"))
+    let headers = &head.headers;
+    let authorization = headers
+        .get(header::AUTHORIZATION)
+        .map(HeaderValue::as_bytes);
+    let api_key = headers.get(&API_KEY).map(HeaderValue::as_bytes);
+    Owner::of(&config.hosted.key, authorization, api_key)
 }
 
 /// What mapping a body read whole needs.
@@ -34,13 +40,13 @@ pub(super) struct Mapping<'a> {
 }
 
 impl Mapping<'_> {
-    /// `whole` with its hosted items mapped back for `owner`, companions removed and
-    /// `previous_response_id` mended (`None` when nothing changed). The new body is bounded by
-    /// `[hosted] max_mapped_body_bytes` and charged to the body budget (into `held`) before it
-    /// is written.
+    /// The body read whole (`turn`) with its hosted items mapped back for `owner`, companions
+    /// removed and `previous_response_id` mended (`None` when nothing changed). The new body is
+    /// bounded by `[hosted] max_mapped_body_bytes` and charged to the body budget (into `held`)
+    /// before it is written.
     pub(super) async fn map(
         &self,
-        whole: &[u8],
+        turn: Turn<'_>,
         owner: Owner,
         held: &mut Held,
         now: std::time::Instant,
@@ -52,9 +58,9 @@ impl Mapping<'_> {
             budget,
         } = *self;
         let key = &config.hosted.key;
-        let found = store.lookup(&signed_ids(whole, key), owner, now).await;
+        let found = store.lookup(&signed_ids(&turn, key), owner, now).await;
         let limit = config.hosted.max_mapped_body_bytes;
-        let (planned, mapped) = map_input(whole, key, &found, limit)?;
+        let (planned, mapped) = map_input(&turn, key, &found, limit)?;
         let mut body = match planned {
             Some(planned) => {
                 if !budget.take(planned.len(), planned.len(), held) {
@@ -64,7 +70,8 @@ impl Mapping<'_> {
             }
             None => None,
         };
-        if let Some(shown) = previous_response_id(whole)
+        let whole = turn.top.bytes();
+        if let Some(shown) = turn.top.previous_response_id()
             && let Some(upstream) = store.response_id(&shown, owner, now).await
             && let Some(mended) =
                 set_previous_response_id(body.as_deref().unwrap_or(whole), &upstream)

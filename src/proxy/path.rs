@@ -66,6 +66,14 @@ pub fn normalize(path: &str) -> Result<Cow<'_, str>, PathError> {
     let Some(rest) = path.strip_prefix('/') else {
         return Err(PathError::NotAPath);
     };
+    // Most paths have neither a dot segment nor one hiding dots: they are looked at, not split
+    // into a list.
+    if !rest
+        .split('/')
+        .any(|segment| dot_segment(segment).is_some() || hides_dots(segment))
+    {
+        return Ok(Cow::Borrowed(path));
+    }
     let mut kept: Vec<&str> = Vec::new();
     let mut dots = false;
     let mut segments = rest.split('/').peekable();
@@ -120,6 +128,10 @@ fn dot_segment(segment: &str) -> Option<Dots> {
 
 /// Whether a segment split at encoded slashes, encoded backslashes or backslashes has a `..`.
 fn hides_dots(segment: &str) -> bool {
+    // Without a `%` or a backslash there is nothing to split at.
+    if !segment.bytes().any(|b| b == b'%' || b == b'\\') {
+        return false;
+    }
     let lower = segment.to_ascii_lowercase();
     let split = lower
         .replace("%2f", "/")

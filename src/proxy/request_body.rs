@@ -27,9 +27,9 @@ use http_body::Frame;
 pub use super::body_refusal::{HOSTED_PAST_LIMIT, PrepareError};
 use super::next_turn::{Mapping, owner};
 use crate::config::Config;
-use crate::core::dialect::request::declared_functions;
+use crate::core::dialect::request::TopLevel;
 use crate::features::hosted::id::Owner;
-use crate::features::hosted::request;
+use crate::features::hosted::request::{self, Turn};
 use crate::features::hosted::scan::SignedIdScan;
 use crate::features::hosted::shared::Pairs;
 use crate::metrics::Metrics;
@@ -78,32 +78,41 @@ pub fn is_responses_create(head: &Parts) -> bool {
 
 fn is_responses_path(path: &str) -> bool {
     let path = path.trim_end_matches('/');
-    let last = path.rsplit('/').next().unwrap_or_default();
-    let last = last.split(';').next().unwrap_or_default();
-    path.contains('/') && percent_decoded(last).eq_ignore_ascii_case(b"responses")
+    let Some(slash) = path.rfind('/') else {
+        return false;
+    };
+    let last = &path[slash + 1..];
+    let last = last.find(';').map_or(last, |semicolon| &last[..semicolon]);
+    decodes_to(last, b"responses")
 }
 
-/// `text` with its `%XX` escapes decoded (others kept as they are).
-fn percent_decoded(text: &str) -> Vec<u8> {
+/// Whether `text` with its `%XX` escapes decoded (others kept as they are) is `word`, in any
+/// ASCII case; decoded as it is compared, nothing built.
+fn decodes_to(text: &str, word: &[u8]) -> bool {
     let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
+    let mut word = word.iter();
     let mut at = 0;
     while at < bytes.len() {
-        let hex = bytes
-            .get(at + 1..at + 3)
-            .and_then(|h| std::str::from_utf8(h).ok());
-        match hex.and_then(|h| u8::from_str_radix(h, 16).ok()) {
-            Some(byte) if bytes[at] == b'%' => {
-                out.push(byte);
-                at += 3;
-            }
-            _ => {
-                out.push(bytes[at]);
-                at += 1;
-            }
+        let escaped = match bytes[at] {
+            b'%' => escape(bytes.get(at + 1..at + 3)),
+            _ => None,
+        };
+        let (byte, width) = match escaped {
+            Some(byte) => (byte, 3),
+            None => (bytes[at], 1),
+        };
+        if !word.next().is_some_and(|w| w.eq_ignore_ascii_case(&byte)) {
+            return false;
         }
+        at += width;
     }
-    out
+    word.next().is_none()
+}
+
+/// The byte a `%XX` escape's two characters stand for, as `u8::from_str_radix` reads them.
+fn escape(hex: Option<&[u8]>) -> Option<u8> {
+    let hex = std::str::from_utf8(hex?).ok()?;
+    u8::from_str_radix(hex, 16).ok()
 }
 
 /// What the proxy learned from a request body.
@@ -117,11 +126,11 @@ pub struct RequestFacts {
     pub owner: Owner,
 }
 
-/// Reads a `POST …/responses` body, maps the hosted items in its `input` back to the gateway's
+/// Reads a `POST …/responses` body (`responses_create`: [`is_responses_create`] of `head`), maps the hosted items in its `input` back to the gateway's
 /// pairs and removes companions, fixing `Content-Length`. Other bodies, and any body over the
 /// limit, go on as they are.
 pub async fn prepare(
-    head: &mut Parts,
+    (head, responses_create): (&mut Parts, bool),
     body: ClientBody,
     config: &Config,
     store: &Pairs,
@@ -134,7 +143,7 @@ pub async fn prepare(
     };
     let owner = facts.owner;
     let timeout = config.clients.body_timeout;
-    if !is_responses_create(head) {
+    if !responses_create {
         return Ok((Outgoing::Streamed(Paced::new(body, timeout)), facts));
     }
     let read = budget::read_up_to(body, MAX_READ_BODY_BYTES, budget, timeout).await?;
@@ -154,7 +163,8 @@ pub async fn prepare(
         return Ok((Outgoing::Read { frames, held, rest }, facts));
     }
     if let Some(whole) = whole(&frames) {
-        facts.client_functions = declared_functions(&whole);
+        let top = TopLevel::of(&whole);
+        facts.client_functions = top.declared_functions();
         let now = std::time::Instant::now();
         let mut held = held;
         let mapping = Mapping {
@@ -163,7 +173,7 @@ pub async fn prepare(
             metrics,
             budget,
         };
-        match mapping.map(&whole, owner, &mut held, now).await {
+        match mapping.map(Turn::of(top), owner, &mut held, now).await {
             Ok(Some(body)) => {
                 head.headers
                     .insert(header::CONTENT_LENGTH, HeaderValue::from(body.len()));
@@ -194,3 +204,40 @@ pub async fn prepare(
 }
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+#[cfg(test)]
+mod tests {
+    use super::is_responses_path;
+
+    /// Every spelling a gateway may route as `…/responses`, and near misses.
+    #[test]
+    fn responses_paths_in_any_spelling() {
+        for path in [
+            "/v1/responses",
+            "/responses",
+            "/v1/responses/",
+            "/v1/responses//",
+            "/v1/RESPONSES",
+            "/v1/%72esponses",
+            "/v1/%72%45sponses",
+            "/api/v1/responses;a=b",
+        ] {
+            assert!(is_responses_path(path), "{path}");
+        }
+        for path in [
+            "responses",
+            "/v1/responses/r",
+            "/v1/responsesx",
+            "/v1/responses%3b",
+            "/v1/respons",
+            "/v1/respons%",
+            "/v1/responses%",
+            "/v1/%+72esponses",
+            "/v1/%7",
+            "/v1/",
+            "",
+        ] {
+            assert!(!is_responses_path(path), "{path}");
+        }
+    }
+}

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use serde_json::value::RawValue;
 
-use super::members;
+use super::{members, scan};
 use crate::core::ids::COMPANION_PREFIX;
 
 /// The item types toolpulse's companions (and hosted items) have.
@@ -19,11 +19,117 @@ pub const COMPANION_TYPES: &[&str] = &["mcp_call", "web_search_call", "file_sear
 /// items are cut out of the array's text, so every other byte stays as it was, but for the
 /// separators between the array's items.
 pub fn strip_companions(body: &[u8]) -> Option<Vec<u8>> {
-    let rewritten = rewrite_input(body, usize::MAX, |head, _| match is_companion(head) {
+    let top = TopLevel::of(body);
+    let rewritten = rewrite_input(&top, usize::MAX, |head, _| match is_companion(head) {
         true => Replace::Drop,
         false => Replace::Keep,
     });
     rewritten.ok().flatten().map(Rewritten::into_bytes)
+}
+
+/// The top-level members of a request body that toolpulse reads (`input`, `tools`,
+/// `previous_response_id`), found in one pass over it, each as [`members::get`] finds it: its
+/// raw JSON text, the last occurrence (as clients read it), `None` when absent or `null`, and
+/// all `None` when the body is not one JSON object.
+#[derive(Debug, Clone, Copy)]
+pub struct TopLevel<'a> {
+    body: &'a [u8],
+    /// The body, when it is UTF-8.
+    text: Option<&'a str>,
+    input: Option<&'a str>,
+    tools: Option<&'a str>,
+    previous_response_id: Option<&'a str>,
+}
+
+impl<'a> TopLevel<'a> {
+    pub fn of(body: &'a [u8]) -> TopLevel<'a> {
+        let mut top = TopLevel::none(body);
+        let Ok(text) = std::str::from_utf8(body) else {
+            return top;
+        };
+        let scanned = scan::visit_members(body, |key, value| top.note(&text[key], &text[value]));
+        if !scanned {
+            // serde_json decides; what the scan visited is forgotten.
+            top = TopLevel::none(body);
+            if members::each(text, |key, value| top.note(key, value)).is_err() {
+                top = TopLevel::none(body);
+            }
+        }
+        top.text = Some(text);
+        for member in [
+            &mut top.input,
+            &mut top.tools,
+            &mut top.previous_response_id,
+        ] {
+            *member = member.filter(|value| *value != "null");
+        }
+        top
+    }
+
+    fn none(body: &'a [u8]) -> TopLevel<'a> {
+        TopLevel {
+            body,
+            text: None,
+            input: None,
+            tools: None,
+            previous_response_id: None,
+        }
+    }
+
+    fn note(&mut self, key: &str, value: &'a str) {
+        let member = match key {
+            "input" => &mut self.input,
+            "tools" => &mut self.tools,
+            "previous_response_id" => &mut self.previous_response_id,
+            _ => return,
+        };
+        *member = Some(value);
+    }
+
+    /// The body's bytes, as given.
+    pub fn bytes(&self) -> &'a [u8] {
+        self.body
+    }
+
+    /// The top-level `previous_response_id`, when it is a string.
+    pub fn previous_response_id(&self) -> Option<String> {
+        members::string(self.previous_response_id?)
+            .ok()?
+            .map(Cow::into_owned)
+    }
+
+    /// The names of the `function` tools the request declares in its `tools` (their calls are
+    /// the client's to run); empty when it declares none or the body is not a JSON object.
+    pub fn declared_functions(&self) -> Vec<String> {
+        #[derive(serde::Deserialize)]
+        struct Tool<'a> {
+            #[serde(borrow, rename = "type")]
+            kind: Option<Cow<'a, str>>,
+            #[serde(borrow)]
+            name: Option<Cow<'a, str>>,
+        }
+        let Some(tools) = self.tools.filter(|tools| is_list(tools)) else {
+            return Vec::new();
+        };
+        let Ok(tools) = serde_json::from_str::<Vec<&RawValue>>(tools) else {
+            return Vec::new();
+        };
+        let tools = tools
+            .into_iter()
+            .filter_map(|tool| serde_json::from_str::<Tool<'_>>(tool.get()).ok());
+        tools
+            .filter(|tool| tool.kind.as_deref() == Some("function"))
+            .filter_map(|tool| tool.name.map(Cow::into_owned))
+            .collect()
+    }
+}
+
+/// Whether a raw JSON value may be a list: anything else is not handed to serde_json as one,
+/// which would refuse it and build an error saying why.
+fn is_list(value: &str) -> bool {
+    value
+        .trim_start_matches([' ', '\t', '\n', '\r'])
+        .starts_with('[')
 }
 
 /// What becomes of one `input` item.
@@ -113,16 +219,18 @@ impl Rewritten<'_> {
 /// is planned, not written: past `limit` bytes the planning stops at once (`TooLarge`), so a
 /// body of many small items each replaced by a large one is refused before it is built.
 pub fn rewrite_input<'a>(
-    body: &'a [u8],
+    top: &TopLevel<'a>,
     limit: usize,
     mut decide: impl FnMut(&ItemHead<'_>, &RawValue) -> Replace,
 ) -> Result<Option<Rewritten<'a>>, TooLarge> {
-    let Some(text) = std::str::from_utf8(body).ok() else {
+    let (Some(text), Some(input)) = (top.text, top.input) else {
         return Ok(None);
     };
-    let Some(input) = members::get(text, "input") else {
+    let body = top.body;
+    // A text `input` has no items.
+    if !is_list(input) {
         return Ok(None);
-    };
+    }
     let Ok(items) = serde_json::from_str::<Vec<&RawValue>>(input) else {
         return Ok(None);
     };
@@ -220,42 +328,6 @@ pub fn set_previous_response_id(body: &[u8], id: &str) -> Option<Vec<u8>> {
     Some(out)
 }
 
-/// The top-level `previous_response_id` of a body, when it is a string.
-pub fn previous_response_id(body: &[u8]) -> Option<String> {
-    let text = std::str::from_utf8(body).ok()?;
-    members::string(members::get(text, "previous_response_id")?)
-        .ok()?
-        .map(Cow::into_owned)
-}
-
-/// The names of the `function` tools a request declares in its `tools` (their calls are the
-/// client's to run); empty when it declares none or the body is not a JSON object.
-pub fn declared_functions(body: &[u8]) -> Vec<String> {
-    #[derive(serde::Deserialize)]
-    struct Tool<'a> {
-        #[serde(borrow, rename = "type")]
-        kind: Option<Cow<'a, str>>,
-        #[serde(borrow)]
-        name: Option<Cow<'a, str>>,
-    }
-    let Some(tools) = std::str::from_utf8(body)
-        .ok()
-        .and_then(|text| members::get(text, "tools"))
-    else {
-        return Vec::new();
-    };
-    let Ok(tools) = serde_json::from_str::<Vec<&RawValue>>(tools) else {
-        return Vec::new();
-    };
-    let tools = tools
-        .into_iter()
-        .filter_map(|tool| serde_json::from_str::<Tool<'_>>(tool.get()).ok());
-    tools
-        .filter(|tool| tool.kind.as_deref() == Some("function"))
-        .filter_map(|tool| tool.name.map(Cow::into_owned))
-        .collect()
-}
-
 fn is_companion(head: &ItemHead<'_>) -> bool {
     let ours = head
         .id
@@ -268,73 +340,4 @@ fn is_companion(head: &ItemHead<'_>) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
-    use serde_json::{Value, json};
-
-    use super::*;
-
-    #[test]
-    fn previous_response_id_is_read_and_replaced_in_place() {
-        let body = br#"{"input":"hi", "previous_response_id" : "resp_a","x":{"previous_response_id":"no"}}"#;
-        assert_eq!(previous_response_id(body).as_deref(), Some("resp_a"));
-        let out = set_previous_response_id(body, "resp_\"b").expect("set");
-        assert_eq!(
-            String::from_utf8(out).expect("utf-8"),
-            r#"{"input":"hi", "previous_response_id" : "resp_\"b","x":{"previous_response_id":"no"}}"#
-        );
-        for none in [
-            &br#"{"input":"hi"}"#[..],
-            br#"{"previous_response_id":null}"#,
-            b"[1]",
-        ] {
-            assert_eq!(previous_response_id(none), None);
-        }
-        assert_eq!(set_previous_response_id(br#"{"a":1}"#, "x"), None);
-    }
-
-    #[test]
-    fn removes_companions_and_references_to_them() {
-        let body = br#"{"model":"m", "input": [ {"type":"function_call","id":"fc_1","call_id":"c1"}, {"type":"mcp_call","id":"tp_c1","status":"completed"}, {"type":"item_reference","id":"tp_c2"}, {"type":"item_reference","id":"msg_1"}, {"type":"message","id":"tp_user_msg","role":"user","content":"hi"} ] ,"stream":true}"#;
-        let out = strip_companions(body).expect("changed");
-        let v: Value = serde_json::from_slice(&out).expect("JSON");
-        assert_eq!(
-            v["input"],
-            json!([
-                {"type":"function_call","id":"fc_1","call_id":"c1"},
-                {"type":"item_reference","id":"msg_1"},
-                {"type":"message","id":"tp_user_msg","role":"user","content":"hi"}
-            ])
-        );
-        let text = String::from_utf8(out).expect("utf-8");
-        assert!(text.starts_with(r#"{"model":"m", "input": [{"type":"function_call""#));
-        assert!(text.ends_with(r#"] ,"stream":true}"#), "{text}");
-    }
-
-    #[test]
-    fn declared_function_tools_by_name() {
-        let body = br#"{"tools":[{"type":"function","name":"web_search","parameters":{}},{"type":"web_search"},{"type":"mcp","server_label":"x"},{"type":"function","name":"lookup"}],"input":"hi"}"#;
-        assert_eq!(declared_functions(body), ["web_search", "lookup"]);
-        assert!(declared_functions(br#"{"input":"hi"}"#).is_empty());
-        assert!(declared_functions(br#"{"tools":"no"}"#).is_empty());
-        assert!(declared_functions(b"not json").is_empty());
-    }
-
-    #[test]
-    fn everything_else_is_left_alone() {
-        for body in [
-            &br#"{"input":"just text"}"#[..],
-            br#"{"input":[{"type":"function_call_output","call_id":"c","output":"x"}]}"#,
-            br#"{"model":"m"}"#,
-            br#"not json {"input":[{"type":"mcp_call","id":"tp_x"}]}"#,
-            br#"{"input":[{"type":"mcp_call","id":"mcp_x"}]}"#,
-            b"\xff",
-        ] {
-            assert_eq!(strip_companions(body), None, "{body:?}");
-        }
-        let all = br#"{"input":[{"type":"web_search_call","id":"tp_a"}]}"#;
-        assert_eq!(
-            strip_companions(all).as_deref(),
-            Some(&br#"{"input":[]}"#[..])
-        );
-    }
-}
+mod tests;

@@ -4,8 +4,9 @@
 //! model sees the history it would have seen without toolpulse (docs/hosted.md).
 
 use std::collections::{HashMap, HashSet};
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
+use memchr::memmem::Finder;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
@@ -14,7 +15,7 @@ pub use super::refusal::{Refusal, Unmapped};
 use super::scan::SignedIdScan;
 use super::shared::Found;
 use crate::core::dialect::request::{
-    COMPANION_TYPES, ItemHead, Replace, Rewritten, is_object, repeated_key, rewrite_input,
+    COMPANION_TYPES, ItemHead, Replace, Rewritten, TopLevel, is_object, repeated_key, rewrite_input,
 };
 use crate::core::ids::COMPANION_PREFIX;
 use crate::metrics::Mapping;
@@ -49,18 +50,34 @@ impl Mapped {
     }
 }
 
+/// A next turn's body as the mapping reads it: its top-level members, found once, and whether
+/// it may hold a hosted id at all (most bodies do not: then no id is verified or looked up).
+#[derive(Debug, Clone, Copy)]
+pub struct Turn<'a> {
+    pub top: TopLevel<'a>,
+    hosted: bool,
+}
+
+impl<'a> Turn<'a> {
+    pub fn of(top: TopLevel<'a>) -> Turn<'a> {
+        let hosted = may_hold_hosted_ids(top.bytes());
+        Turn { top, hosted }
+    }
+}
+
 /// The body with hosted items mapped back and companions removed, planned within `limit`
 /// bytes (`None` when it has neither); or why it cannot be forwarded. A full hosted item maps
 /// from the store when its caller's pair is there, else from its own content (it leaks nothing
 /// and loses nothing the item did not already lose); an `item_reference` has no content, so one
 /// that cannot be mapped is refused rather than left out.
 pub fn map_input<'a>(
-    body: &'a [u8],
+    turn: &Turn<'a>,
     key: &Key,
     found: &Found,
     limit: usize,
 ) -> Result<(Option<Rewritten<'a>>, Mapped), Refusal> {
-    if may_hold_hosted_ids(body) {
+    let body = turn.top.bytes();
+    if turn.hosted {
         // A lenient gateway may read what toolpulse cannot, or read another of two keys.
         let repeated = repeated_key(body);
         if (repeated.is_some() || !is_object(body)) && holds_signed_id(body, key) {
@@ -74,7 +91,7 @@ pub fn map_input<'a>(
     let mut refused = None;
     // One text per id, however many items name it.
     let mut texts: HashMap<String, Arc<str>> = HashMap::new();
-    let out = rewrite_input(body, limit, |head, item| {
+    let out = rewrite_input(&turn.top, limit, |head, item| {
         if refused.is_some() {
             return Replace::Keep;
         }
@@ -155,8 +172,10 @@ fn map_item(
 
 /// Whether a body may hold a hosted id at all: one written plainly, or with JSON escapes.
 fn may_hold_hosted_ids(body: &[u8]) -> bool {
-    memchr::memmem::find(body, id::PREFIX.as_bytes()).is_some()
-        || memchr::memmem::find(body, b"\\u").is_some()
+    // Searchers made once: building one costs more than searching a small body with it.
+    static PLAIN: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(id::PREFIX));
+    static ESCAPED: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"\\u"));
+    PLAIN.find(body).is_some() || ESCAPED.find(body).is_some()
 }
 
 /// Whether the body holds, anywhere, an id this deployment signed.
@@ -166,13 +185,13 @@ pub fn holds_signed_id(body: &[u8], key: &Key) -> bool {
 
 /// The distinct ids of the hosted items (and references to them) in a body's `input` that
 /// this deployment signed: the only ids the store is ever asked for, each once.
-pub fn signed_ids(body: &[u8], key: &Key) -> Vec<String> {
+pub fn signed_ids(turn: &Turn<'_>, key: &Key) -> Vec<String> {
     let mut ids = Vec::new();
-    if !may_hold_hosted_ids(body) {
+    if !turn.hosted {
         return ids;
     }
     let mut seen = HashSet::new();
-    let _ = rewrite_input(body, usize::MAX, |head, _| {
+    let _ = rewrite_input(&turn.top, usize::MAX, |head, _| {
         if let Some(item_id) = head.id.as_deref()
             && id::is_hosted(item_id)
             && !seen.contains(item_id)
@@ -229,205 +248,4 @@ fn from_content(head: &ItemHead<'_>, item: &RawValue, call_id: &str) -> Option<S
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::features::hosted::store::{Gone, Pair};
-
-    fn key() -> Key {
-        Key::new(b"a key of sixteen bytes")
-    }
-
-    fn input(body: &[u8]) -> Value {
-        let v: Value = serde_json::from_slice(body).expect("JSON");
-        v["input"].clone()
-    }
-
-    fn map(body: &str, found: &Found) -> Result<(Option<Vec<u8>>, Mapped), Refusal> {
-        let (out, mapped) = map_input(body.as_bytes(), &key(), found, 1 << 20)?;
-        Ok((out.map(Rewritten::into_bytes), mapped))
-    }
-
-    #[test]
-    fn items_and_references_become_the_gateways_pair() {
-        let key = key();
-        let web = key.id_for("call_web", 1);
-        let mcp = key.id_for("call_mcp", 1);
-        let call = r#"{"type":"function_call","id":"fc_1","call_id":"call_web","name":"web_search","arguments":"{\"query\":\"q\"}","status":"completed"}"#;
-        let output = r#"{"type":"function_call_output","id":"fco_1","call_id":"call_web","output":"[{\"title\":\"exact\"}]"}"#;
-        let pair = Pair {
-            call_item: call.into(),
-            output_item: output.into(),
-        };
-        let mut found = Found::default();
-        found.0.insert(web.clone(), Ok(pair));
-        found.0.insert(mcp.clone(), Err(Gone::AnotherCaller));
-        let body = format!(
-            r#"{{"model":"m","input":[{{"role":"user","content":"hi"}},{{"type":"item_reference","id":"{web}"}},{{"type":"mcp_call","id":"{mcp}","name":"lookup","arguments":"{{}}","output":"42","status":"completed","server_label":"s"}},{{"type":"mcp_call","id":"tp_call_x"}},{{"type":"message","id":"msg_1","role":"assistant","content":[]}},{{"id":"{web}"}}],"stream":true}}"#
-        );
-        let (out, mapped) = map(&body, &found).expect("mapped");
-        let out = out.expect("changed");
-        let expected = Mapped {
-            from_store: 2,
-            from_content: 1,
-            companions: 1,
-        };
-        assert_eq!(mapped, expected);
-        let items = input(&out);
-        let types: Vec<_> = items
-            .as_array()
-            .expect("list")
-            .iter()
-            .map(|i| i["type"].clone())
-            .collect();
-        let (fc, fco) = (json!("function_call"), json!("function_call_output"));
-        let all = [
-            &Value::Null,
-            &fc,
-            &fco,
-            &fc,
-            &fco,
-            &json!("message"),
-            &fc,
-            &fco,
-        ];
-        assert_eq!(types.iter().collect::<Vec<_>>(), all);
-        let text = String::from_utf8(out).expect("utf-8");
-        assert!(
-            text.contains(call) && text.contains(output),
-            "verbatim: {text}"
-        );
-        assert_eq!(items[3]["call_id"], "call_mcp", "the verified call id");
-        assert_eq!(items[4]["output"], "42");
-        assert!(text.ends_with(r#","stream":true}"#));
-    }
-
-    #[test]
-    fn references_that_cannot_be_mapped_are_refused_naming_the_item_and_why() {
-        let key = key();
-        let theirs = Key::new(b"another deployment!!").id_for("call_1", 1);
-        let ours = key.id_for("call_2", 1);
-        let reference =
-            |id: &str| format!(r#"{{"input":[{{"type":"item_reference","id":"{id}"}}]}}"#);
-        let mut found = Found::default();
-        for (gone, reason) in [
-            (Gone::Expired, "expired"),
-            (Gone::Evicted, "evicted"),
-            (Gone::AnotherCaller, "another_caller"),
-            (Gone::NotKept, "not_kept"),
-        ] {
-            found.0.insert(ours.clone(), Err(gone));
-            let refusal = map(&reference(&ours), &found).expect_err("refused");
-            assert_eq!(refusal.reason().as_str(), reason);
-            assert_eq!(refusal.code(), "hosted_item_unavailable");
-            assert!(refusal.to_string().contains(&ours), "{refusal}");
-        }
-        let refusal = map(&reference(&theirs), &found).expect_err("refused");
-        assert_eq!(refusal.reason().as_str(), "unverified");
-        // A full item whose id does not verify maps from its content, with the call id it
-        // carries, and never from the store.
-        found.0.insert(
-            theirs.clone(),
-            Ok(Pair {
-                call_item: "{\"secret\":1}".into(),
-                output_item: String::new(),
-            }),
-        );
-        let body = format!(
-            r#"{{"input":[{{"type":"web_search_call","id":"{theirs}","status":"completed","action":{{"type":"search","query":"q"}}}}]}}"#
-        );
-        let (out, mapped) = map(&body, &found).expect("mapped");
-        let text = String::from_utf8(out.expect("changed")).expect("utf-8");
-        assert!(!text.contains("secret"), "{text}");
-        assert_eq!(mapped.from_content, 1);
-        let items = input(text.as_bytes());
-        assert_eq!(items[0]["name"], "web_search");
-        assert_eq!(items[0]["arguments"], r#"{"query":"q"}"#);
-        assert_eq!(items[0]["call_id"], "call_1", "the call id the id carries");
-        assert_eq!(items[1]["output"], LOST_OUTPUT);
-    }
-
-    #[test]
-    fn many_references_to_one_large_pair_are_refused_by_size_before_they_are_built() {
-        let key = key();
-        let id = key.id_for("call_big", 1);
-        let pair = Pair {
-            call_item: format!(
-                r#"{{"type":"function_call","call_id":"call_big","output":"{}"}}"#,
-                "x".repeat(10_000)
-            ),
-            output_item: String::new(),
-        };
-        let mut found = Found::default();
-        found.0.insert(id.clone(), Ok(pair));
-        let one = format!(r#"{{"type":"item_reference","id":"{id}"}}"#);
-        let body = format!(r#"{{"input":[{}]}}"#, vec![one.clone(); 40_000].join(","));
-        let refused = map_input(body.as_bytes(), &key, &found, 1 << 20).expect_err("too large");
-        assert_eq!(refused, Refusal::TooLarge { limit: 1 << 20 });
-        assert!(refused.to_string().contains("1048576 bytes"), "{refused}");
-        let few = format!(r#"{{"input":[{}]}}"#, vec![one; 3].join(","));
-        let (out, _) = map_input(few.as_bytes(), &key, &found, 1 << 20).expect("within");
-        let out = out.expect("changed");
-        let len = out.len();
-        assert_eq!(
-            out.into_bytes().len(),
-            len,
-            "the planned length is the written one"
-        );
-        assert_eq!(
-            signed_ids(body.as_bytes(), &key),
-            [id],
-            "one lookup per distinct id"
-        );
-    }
-
-    #[test]
-    fn ambiguous_bodies_are_refused_when_they_hold_hosted_ids() {
-        let key = key();
-        let id = key.id_for("call_1", 1);
-        let found = Found::default();
-        let twice =
-            format!(r#"{{"input":[{{"type":"item_reference","id":"{id}"}}],"input":"hi"}}"#);
-        let refused = map(&twice, &found).expect_err("ambiguous");
-        assert_eq!(
-            refused,
-            Refusal::Ambiguous {
-                what: "input".into()
-            }
-        );
-        let item = format!(r#"{{"input":[{{"type":"mcp_call","id":"{id}","id":"mcp_1"}}]}}"#);
-        assert_eq!(
-            map(&item, &found).expect_err("ambiguous").reason().as_str(),
-            "ambiguous"
-        );
-        let plain = r#"{"input":"a","input":"b"}"#;
-        assert_eq!(
-            map(plain, &found),
-            Ok((None, Mapped::default())),
-            "nothing of ours"
-        );
-        let escaped = twice.replacen("tph_", "\\u0074ph_", 1);
-        assert_eq!(
-            map(&escaped, &found)
-                .expect_err("ambiguous")
-                .reason()
-                .as_str(),
-            "ambiguous"
-        );
-        let lenient = format!("\u{feff}{}", twice.replacen(r#","input":"hi""#, "", 1));
-        assert_eq!(map(&lenient, &found), Err(Refusal::Unreadable));
-    }
-
-    #[test]
-    fn bodies_without_hosted_items_are_left_alone() {
-        let found = Found::default();
-        for body in [
-            r#"{"input":"text"}"#,
-            r#"{"input":[{"type":"function_call","id":"fc","call_id":"c"}]}"#,
-            r#"{"input":[{"type":"mcp_call","id":"mcp_1"}]}"#,
-            r#"{"input":[{"id":"msg_1"}]}"#,
-            "not json",
-        ] {
-            assert_eq!(map(body, &found), Ok((None, Mapped::default())));
-        }
-    }
-}
+mod tests;

@@ -75,11 +75,10 @@ impl Upstream {
         if let Some(sender) = self.shared_http2() {
             return send_http2(sender, request).await;
         }
-        let uri = request.uri().clone();
         loop {
             let (conn, pooled) = match self.pool.take() {
                 Some(idle) => (idle.conn, true),
-                None => match self.connect(&uri).await? {
+                None => match self.connect(request.uri()).await? {
                     Fresh::Http1(conn) => (conn, false),
                     Fresh::Http2(sender) => return send_http2(sender, request).await,
                 },
