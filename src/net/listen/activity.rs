@@ -145,6 +145,11 @@ impl<B: Body + Unpin> Body for Tracked<B> {
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<B::Data>, B::Error>>> {
         let this = self.get_mut();
+        if this.watched.is_none() {
+            // Every HTTP/1.1 response (its server times its writes itself): the body's poll
+            // as it is, with no frame to look at on the way back.
+            return Pin::new(&mut this.body).poll_frame(cx);
+        }
         this.stop_waiting();
         let polled = Pin::new(&mut this.body).poll_frame(cx);
         if let (Some((name, waiting)), Poll::Ready(Some(Ok(_)))) = (&mut this.watched, &polled) {
