@@ -358,12 +358,22 @@ fn output_texts(output: &str) -> Vec<Cow<'_, str>> {
         .unwrap_or_default()
 }
 
+/// The most digits of a number that always fits a `u64` (`u64::MAX` has 20).
+const MAX_SAFE_DIGITS: usize = 19;
+
 /// A JSON number that is a plain non-negative integer (no sign, fraction or exponent) that
 /// fits a `u64`.
 fn plain_u64(digits: impl AsRef<[u8]>) -> Option<u64> {
     let digits = digits.as_ref();
     if digits.is_empty() {
         return None;
+    }
+    if digits.len() <= MAX_SAFE_DIGITS {
+        // No overflow to check.
+        return digits.iter().try_fold(0u64, |n, &b| {
+            let digit = b.wrapping_sub(b'0');
+            (digit <= 9).then(|| n * 10 + u64::from(digit))
+        });
     }
     digits.iter().try_fold(0u64, |n, &b| {
         let digit = b.wrapping_sub(b'0');
