@@ -346,6 +346,18 @@ impl Rewriter {
         if !self.out.passes(renumbered) {
             return;
         }
+        if !numbers.lists_output && numbers.changed_id.is_none() {
+            // The usual event: its numbers alone may change, edited without a list.
+            let edits = [
+                splice::number(numbers.sequence_number, renumbered),
+                splice::number(numbers.output_index, index),
+            ];
+            if let [None, None] = edits {
+                return self.out.raw(event.raw());
+            }
+            self.report.stats.renumbered += 1;
+            return splice::write_numbers(event, edits, self.out.text());
+        }
         let mut edits = std::mem::take(&mut self.scratch.edits);
         (self.response).edits(data, numbers, (renumbered, index), &mut edits);
         if edits.is_empty() {

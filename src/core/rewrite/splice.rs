@@ -6,6 +6,7 @@ use std::ops::Range;
 
 use bytes::BytesMut;
 
+use crate::core::dialect::responses::Number;
 use crate::core::sse::Event;
 
 /// What replaces a range of an upstream event's data.
@@ -30,6 +31,25 @@ pub fn write(event: &Event, edits: &[Edit], out: &mut BytesMut) {
     }
 }
 
+/// The edit of a number that changed: the digits of `old`, where they lie, now read `new`.
+pub fn number(old: Option<Number>, new: Option<u64>) -> Option<Edit> {
+    match (old, new) {
+        (Some(old), Some(new)) if new != old.value => Some((old.span, Splice::Number(new))),
+        _ => None,
+    }
+}
+
+/// [`write()`] with the edits of an event whose numbers alone change ([`number`]), given
+/// apart rather than in a list, in the order they lie.
+pub fn write_numbers(event: &Event, edits: [Option<Edit>; 2], out: &mut BytesMut) {
+    match edits {
+        [Some(a), Some(b)] if b.0.start < a.0.start => write(event, &[b, a], out),
+        [Some(a), Some(b)] => write(event, &[a, b], out),
+        [Some(a), None] | [None, Some(a)] => write(event, &[a], out),
+        [None, None] => write(event, &[], out),
+    }
+}
+
 /// [`write()`] for the usual edits of a renumbered event: numbers whose new digits are as many
 /// as the old ones, in an event of one `data` line. The event is copied whole and the digits
 /// are written over their old ones: one copy, where splicing made one per piece and one per
@@ -43,7 +63,7 @@ fn write_in_place(event: &Event, edits: &[Edit], out: &mut BytesMut) -> bool {
         let Splice::Number(n) = splice else {
             return false;
         };
-        if range.start < from || range.end > data.len() || digits(*n) != range.len() {
+        if range.start < from || range.end > data.len() || !has_digits(*n, range.len()) {
             return false;
         }
         from = range.end;
@@ -58,10 +78,26 @@ fn write_in_place(event: &Event, edits: &[Edit], out: &mut BytesMut) -> bool {
     true
 }
 
-/// How many decimal digits `n` has.
-fn digits(n: u64) -> usize {
-    n.checked_ilog10().map_or(1, |d| d as usize + 1)
+/// Whether `n` is written with exactly `len` decimal digits.
+fn has_digits(n: u64, len: usize) -> bool {
+    match len {
+        0 => false,
+        1..=19 => n < POW10[len] && (len == 1 || n >= POW10[len - 1]),
+        20 => n >= POW10[19],
+        _ => false,
+    }
 }
+
+/// `10^i`, for every `i` that fits a `u64`.
+const POW10: [u64; 20] = {
+    let mut table = [1u64; 20];
+    let mut i = 1;
+    while i < 20 {
+        table[i] = table[i - 1] * 10;
+        i += 1;
+    }
+    table
+};
 
 /// Writes `n` in decimal into `slot`, which has room for exactly its digits.
 fn write_digits(slot: &mut [u8], mut n: u64) {
@@ -157,7 +193,7 @@ mod tests {
             lines in proptest::collection::vec("[a-z0-9\":,{}]{0,24}", 1..3),
             edits in proptest::collection::vec((0usize..50, prop_oneof![
                 // As many digits as the range has, mostly.
-                6 => (0u64..100_000).prop_map(|n| (digits(n), Some(n))),
+                6 => (0u64..100_000).prop_map(|n| (n.to_string().len(), Some(n))),
                 2 => (0usize..6, 0u64..100_000).prop_map(|(len, n)| (len, Some(n))),
                 1 => (0usize..6).prop_map(|len| (len, None)),
             ]), 0..4),
@@ -195,9 +231,46 @@ mod tests {
             &mut out
         ));
         assert_eq!(&out[..], want.as_bytes(), "nothing written");
-        assert_eq!(
-            (digits(0), digits(9), digits(10), digits(u64::MAX)),
-            (1, 1, 2, 20)
-        );
+    }
+
+    #[test]
+    fn digits_counted_as_decimal_text_counts_them() {
+        let mut edges = vec![0, u64::MAX, u64::MAX - 1];
+        for p in POW10 {
+            edges.extend([p - 1, p, p + 1]);
+        }
+        for n in edges {
+            for len in 0..22 {
+                assert_eq!(has_digits(n, len), n.to_string().len() == len, "{n} {len}");
+            }
+        }
+    }
+
+    /// A renumbered event's two numbers, given apart in either order, make the edits a sorted
+    /// list makes.
+    #[test]
+    fn numbers_given_apart_write_as_a_sorted_list() {
+        let event = event(&[r#"{"output_index":3,"sequence_number":41}"#.into()]);
+        let index = || Number {
+            value: 3,
+            span: 16..17,
+        };
+        let sequence = || Number {
+            value: 41,
+            span: 36..38,
+        };
+        let (mut apart, mut listed) = (BytesMut::new(), BytesMut::new());
+        let pair = [
+            number(Some(sequence()), Some(42)),
+            number(Some(index()), Some(1000)),
+        ];
+        write_numbers(&event, pair, &mut apart);
+        let list = [(16..17, Splice::Number(1000)), (36..38, Splice::Number(42))];
+        write(&event, &list, &mut listed);
+        assert_eq!(apart, listed);
+        let want = "event: x\ndata: {\"output_index\":1000,\"sequence_number\":42}\n\n";
+        assert_eq!(&apart[..], want.as_bytes());
+        assert!(number(Some(index()), Some(3)).is_none(), "unchanged");
+        assert!(number(None, Some(3)).is_none() && number(Some(index()), None).is_none());
     }
 }
