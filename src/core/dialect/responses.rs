@@ -144,22 +144,50 @@ struct Part<'a> {
     text: Option<Cow<'a, str>>,
 }
 
+/// The numbers of an event that means nothing else to toolpulse (a text delta, say: most of a
+/// stream): all that [`read`] gives of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Numbers {
+    pub sequence_number: Option<Number>,
+    pub output_index: Option<Number>,
+}
+
+impl From<Numbers> for Reading<'_> {
+    fn from(numbers: Numbers) -> Self {
+        Reading {
+            sequence_number: numbers.sequence_number,
+            output_index: numbers.output_index,
+            ..Reading::default()
+        }
+    }
+}
+
 /// Reads one event's data. `[DONE]` reads as nothing; anything not a JSON object is
 /// [`Unreadable`].
 ///
 /// An event whose `type` can mean nothing for tool calls (a text delta, say: most of a stream)
-/// is only scanned for its numbers ([`scan`]); the others, and whatever the scan leaves to
-/// serde_json, are read whole ([`read_full`]). Both give the same [`Reading`] (tested).
+/// is only scanned for its numbers ([`read_numbers`]); the others, and whatever the scan leaves
+/// to serde_json, are read whole ([`read_full`]). Both give the same [`Reading`] (tested).
 pub fn read<'a>(data: &'a [u8]) -> Result<Reading<'a>, Unreadable> {
+    match read_numbers(data)? {
+        Some(numbers) => Ok(numbers.into()),
+        None => read_full(data),
+    }
+}
+
+/// The first step of [`read`]: the scan alone. `Some` when the event means nothing but its
+/// numbers (its [`Reading`] is those alone), `None` when it must be read whole with
+/// [`read_full`] (`[DONE]` too).
+pub fn read_numbers(data: &[u8]) -> Result<Option<Numbers>, Unreadable> {
     if data == b"[DONE]" {
-        return Ok(Reading::default());
+        return Ok(None);
     }
     // The events that need serde_json anyway are declined at their `type` (which gateways
     // write first): one pass, not two. The scan checks the data's UTF-8.
     let members = match scan::scan_unless(data, always_read) {
         // Without an `output_index`, the `item_id` is wanted (`Reading::item_id`).
         Scan::Object(members) if members.output_index.is_some() => members,
-        Scan::Object(_) | Scan::Decline => return read_full(data),
+        Scan::Object(_) | Scan::Decline => return Ok(None),
         Scan::Invalid => return Err(Unreadable),
     };
     let number = |span: Option<std::ops::Range<usize>>| {
@@ -169,11 +197,10 @@ pub fn read<'a>(data: &'a [u8]) -> Result<Reading<'a>, Unreadable> {
             span,
         })
     };
-    Ok(Reading {
+    Ok(Some(Numbers {
         sequence_number: number(members.sequence_number),
         output_index: number(members.output_index),
-        ..Reading::default()
-    })
+    }))
 }
 
 /// [`read`] with serde_json, every top-level member visited.
@@ -331,12 +358,22 @@ fn output_texts(output: &str) -> Vec<Cow<'_, str>> {
         .unwrap_or_default()
 }
 
+/// The most digits of a number that always fits a `u64` (`u64::MAX` has 20).
+const MAX_SAFE_DIGITS: usize = 19;
+
 /// A JSON number that is a plain non-negative integer (no sign, fraction or exponent) that
 /// fits a `u64`.
 fn plain_u64(digits: impl AsRef<[u8]>) -> Option<u64> {
     let digits = digits.as_ref();
     if digits.is_empty() {
         return None;
+    }
+    if digits.len() <= MAX_SAFE_DIGITS {
+        // No overflow to check.
+        return digits.iter().try_fold(0u64, |n, &b| {
+            let digit = b.wrapping_sub(b'0');
+            (digit <= 9).then(|| n * 10 + u64::from(digit))
+        });
     }
     digits.iter().try_fold(0u64, |n, &b| {
         let digit = b.wrapping_sub(b'0');

@@ -30,6 +30,9 @@ use string::{SPECIAL_IN_STRING, SPECIAL_OR_HIGH};
 /// Deeper nesting is left to serde_json (which skips values iteratively, with no depth limit).
 const MAX_DEPTH: u32 = 64;
 
+/// The type of most events of a stream, as a JSON string.
+const QUOTED_TEXT_DELTA: &[u8] = b"\"response.output_text.delta\"";
+
 /// Where the wanted top-level members' values lie (the last occurrence of a repeated key, as
 /// serde_json and every client keep it), as byte ranges of the data.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -176,8 +179,17 @@ impl Cursor<'_> {
             let first = self.token().ok_or(Stop::Invalid)?;
             let start = self.at;
             if key == Key::Type && first == b'"' {
-                // The caller's hint: an escaped type, or one it reads whole, is declined.
-                if self.string()? || read_whole(&self.data[start + 1..self.at - 1]) {
+                // The caller's hint: an escaped type, or one it reads whole, is declined. The
+                // usual type (which holds no escape) is compared where it lies, not scanned.
+                let kind = if self.data[start..].starts_with(QUOTED_TEXT_DELTA) {
+                    self.at += QUOTED_TEXT_DELTA.len();
+                    &QUOTED_TEXT_DELTA[1..QUOTED_TEXT_DELTA.len() - 1]
+                } else if self.string()? {
+                    return Err(Stop::Decline);
+                } else {
+                    &self.data[start + 1..self.at - 1]
+                };
+                if read_whole(kind) {
                     return Err(Stop::Decline);
                 }
             } else {
@@ -254,13 +266,19 @@ impl Cursor<'_> {
         Ok(escaped)
     }
 
-    /// A top-level key at its opening quote: one of the wanted ones is compared whole (its
-    /// bytes need no scan), any other scanned as a string; one with an escape is declined.
+    /// A top-level key at its opening quote: one of the wanted ones, or another key of the
+    /// usual events (a text delta's), is compared whole (its bytes need no scan), any other
+    /// scanned as a string; one with an escape is declined.
     #[inline]
     fn top_level_key(&mut self) -> Step<Key> {
         const TYPE: &[u8] = b"\"type\"";
         const SEQUENCE_NUMBER: &[u8] = b"\"sequence_number\"";
         const OUTPUT_INDEX: &[u8] = b"\"output_index\"";
+        const ITEM_ID: &[u8] = b"\"item_id\"";
+        const CONTENT_INDEX: &[u8] = b"\"content_index\"";
+        const DELTA: &[u8] = b"\"delta\"";
+        const LOGPROBS: &[u8] = b"\"logprobs\"";
+        const OBFUSCATION: &[u8] = b"\"obfuscation\"";
         let rest = &self.data[self.at..];
         // Each comparison of a constant length, so that it is compiled inline (a `memcmp`
         // call costs more than the scan it saves).
@@ -272,6 +290,13 @@ impl Cursor<'_> {
             Some(b'o') if rest.starts_with(OUTPUT_INDEX) => {
                 Some((Key::OutputIndex, OUTPUT_INDEX.len()))
             }
+            Some(b'o') if rest.starts_with(OBFUSCATION) => Some((Key::Other, OBFUSCATION.len())),
+            Some(b'i') if rest.starts_with(ITEM_ID) => Some((Key::Other, ITEM_ID.len())),
+            Some(b'c') if rest.starts_with(CONTENT_INDEX) => {
+                Some((Key::Other, CONTENT_INDEX.len()))
+            }
+            Some(b'd') if rest.starts_with(DELTA) => Some((Key::Other, DELTA.len())),
+            Some(b'l') if rest.starts_with(LOGPROBS) => Some((Key::Other, LOGPROBS.len())),
             _ => None,
         };
         if let Some((key, len)) = known {

@@ -23,6 +23,7 @@
 //! pieces, the `unread` event) and what is reported (`report`); `splice` edits a forwarded
 //! event's bytes.
 
+mod decide;
 mod decision;
 pub mod index;
 pub mod number;
@@ -41,7 +42,6 @@ use std::time::{Duration, Instant, SystemTime};
 
 use bytes::Bytes;
 
-use crate::core::dialect::responses;
 use crate::core::lifecycle::{Phase, Progress, Tracker, Transition};
 use crate::core::profiles::{Context, Profile};
 use crate::core::rules::Rule;
@@ -52,7 +52,6 @@ use number::Numbering;
 use outbound::Outbound;
 use output::concat;
 use pace::Pacer;
-use present::parts::{Parts, Step};
 use report::Report;
 pub use report::{Observation, Stats};
 use response::Response;
@@ -306,63 +305,6 @@ impl Rewriter {
         }
     }
 
-    /// What becomes of `event`: read when anything needs it read, its meaning taken in by the
-    /// tracker and the response, then decided by the presentation.
-    fn decide<'e>(&mut self, event: &'e Event, now: Instant) -> Decision<'e> {
-        let Some(data) = event.data() else {
-            // Comments, `id`/`retry`-only blocks, stray blank lines.
-            return Decision::unnumbered();
-        };
-        // Numbers are followed while they shift, and while a call is open: its closing events
-        // (at a heartbeat, at EOF) take the number after the last one.
-        let must_read = self.numbering.is_shifting()
-            || self.response.indices.is_shifting()
-            || self.response.presentation.must_read()
-            || !self.tracker.open_calls().is_empty()
-            || self.out.is_resuming();
-        let skip = match event.event_type() {
-            Some(line) if !must_read => responses::may_skip(line, &data),
-            _ => None,
-        };
-        if let Some(skip) = skip {
-            // Not read, so its `output_index` is not seen: every item is introduced by an
-            // `output_item.added`/`.done`, which is always read, so the highest index seen is
-            // the highest item's (scanning every event for its index cost ~20 % of the
-            // text-only throughput).
-            return Decision::unread(data, skip);
-        }
-        let Ok(reading) = responses::read(&data) else {
-            self.report.stats.unreadable += 1;
-            return Decision::unnumbered();
-        };
-        if reading.starts_response {
-            self.next_response(now);
-        }
-        let changed_id = self.response.follow_rules(&reading, &mut self.report);
-        match &reading.sequence_number {
-            Some(n) => {
-                self.out.forget_unread();
-                self.numbering.begin(Some(n.value));
-            }
-            None => self.begin_unnumbered(),
-        }
-        let numbers = EventNumbers::of(&reading, changed_id);
-        let step = Step::of(reading);
-        let response = &mut self.response;
-        let mut parts = Parts {
-            settings: &self.settings,
-            stream: &self.stream,
-            nonce: response.nonce,
-            tracker: &mut self.tracker,
-            indices: &mut response.indices,
-            transitions: &mut self.scratch.transitions,
-            report: &mut self.report,
-            now,
-        };
-        let verdict = response.presentation.decide(step, &mut parts);
-        Decision::of(verdict, data, numbers)
-    }
-
     /// Applies the decision for `event`: the one place where an upstream event goes out (or
     /// not) and its injected events go before or after it.
     fn apply(&mut self, event: &Event, decision: Decision<'_>, now: Instant) {
@@ -404,6 +346,18 @@ impl Rewriter {
         let index = numbers.output_index.as_ref().map(|n| indices.map(n.value));
         if !self.out.passes(renumbered) {
             return;
+        }
+        if !numbers.lists_output && numbers.changed_id.is_none() {
+            // The usual event: its numbers alone may change, edited without a list.
+            let edits = [
+                splice::number(numbers.sequence_number, renumbered),
+                splice::number(numbers.output_index, index),
+            ];
+            if let [None, None] = edits {
+                return self.out.raw(event.raw());
+            }
+            self.report.stats.renumbered += 1;
+            return splice::write_numbers(event, edits, self.out.text());
         }
         let mut edits = std::mem::take(&mut self.scratch.edits);
         (self.response).edits(data, numbers, (renumbered, index), &mut edits);

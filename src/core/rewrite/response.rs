@@ -76,6 +76,12 @@ impl Response {
         Some(id.span.clone())
     }
 
+    /// An event that names the item at upstream index `index` and means nothing else: the
+    /// item rules count it as [`Response::follow_rules`] does.
+    pub fn named(&self, index: u64, report: &mut Report) {
+        self.items.named(index, &mut report.stats.violations);
+    }
+
     /// The edits of a forwarded event's `data`: its numbers where they changed (`new`: its
     /// new `sequence_number` and `output_index`), the items the presentation lists in the
     /// `response.output` it lists, and the created id where the gateway changed it.

@@ -18,6 +18,9 @@ pub struct Stream {
     pub nonce: u64,
     /// A wall-clock time and the `now` it corresponds to, for profiles that stamp events.
     pub wall_clock: Option<(SystemTime, Instant)>,
+    /// Tests only: every event read the whole way, the oracle of the quicker ways.
+    #[cfg(test)]
+    pub read_whole: bool,
 }
 
 impl Stream {
@@ -25,6 +28,14 @@ impl Stream {
     pub fn wall(&self, now: Instant) -> Option<SystemTime> {
         let (wall, at) = self.wall_clock?;
         Some(wall + now.saturating_duration_since(at))
+    }
+
+    /// Whether every event is read the whole way (a test's oracle); never outside tests.
+    pub fn reads_whole(&self) -> bool {
+        #[cfg(test)]
+        return self.read_whole;
+        #[cfg(not(test))]
+        false
     }
 
     pub fn has(&self, profile: Profile) -> bool {

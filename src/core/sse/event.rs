@@ -68,6 +68,15 @@ impl Event {
         Some(Cow::Owned(joined))
     }
 
+    /// Where [`Event::data`] lies in [`Event::raw`] when it is one `data` line (the usual
+    /// event): byte `i` of the data is byte `start + i` of the raw bytes.
+    pub fn data_range(&self) -> Option<Range<usize>> {
+        match &self.fields.data {
+            Some(first) if self.fields.more_data.is_empty() => Some(first.clone()),
+            _ => None,
+        }
+    }
+
     /// Maps a byte offset within [`Event::data`] to the offset of the same byte in [`Event::raw`].
     /// `None` for the `\n` that joins two data lines or past the end.
     pub fn raw_offset_of_data(&self, mut offset: usize) -> Option<usize> {

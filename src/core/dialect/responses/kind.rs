@@ -33,6 +33,7 @@ pub fn may_signal(event_type: &[u8]) -> bool {
 /// Whether an event of this type is read whatever its data says: it may carry a `Signal`
 /// ([`may_signal`]) or lists the output ([`lists_output`]). Told apart by length first: a type
 /// is compared with the one or two types of its length, not with each of the ten.
+#[inline(always)]
 pub(super) fn always_read(kind: &[u8]) -> bool {
     let is = |t: &str| kind == t.as_bytes();
     match kind.len() {

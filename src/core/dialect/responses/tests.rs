@@ -148,7 +148,14 @@ mod scan_agrees_with_serde_json {
         "\"sequence_number\"",
         "\"output_index\"",
         "\"item\"",
+        "\"item_id\"",
+        "\"content_index\"",
+        "\"delta\"",
+        "\"deltas\"",
+        "\"logprobs\"",
+        "\"obfuscation\"",
         "\"response.output_text.delta\"",
+        "\"response.output_text.deltas\"",
         "\"response.completed\"",
         "\"response.output_item.added\"",
         "0",
@@ -205,11 +212,15 @@ mod scan_agrees_with_serde_json {
             members in proptest::collection::vec(
                 (prop_oneof![
                     Just("type"), Just("sequence_number"), Just("output_index"),
-                    Just("delta"), Just("item")
+                    Just("delta"), Just("item"), Just("item_id"), Just("content_index"),
+                    Just("logprobs"), Just("obfuscation"), Just("deltas"), Just("delta\\u0073")
                 ], value()),
                 0..6,
             ),
-            kind in proptest::sample::select(&["response.output_text.delta", "response.completed", "response.output_item.done", "x"][..]),
+            kind in proptest::sample::select(&[
+                "response.output_text.delta", "response.completed", "response.output_item.done",
+                "x", "response.output_text.deltas", "response.output_text.delta\\u0020",
+            ][..]),
             cut in any::<prop::sample::Index>(),
         ) {
             let mut text = format!("{{\"type\":\"{kind}\"");
@@ -224,6 +235,29 @@ mod scan_agrees_with_serde_json {
                 agree(&text.as_bytes()[..at]);
             }
         }
+    }
+}
+
+proptest::proptest! {
+    /// A plain number's value, as the standard library parses its digits (`None` past
+    /// `u64::MAX`).
+    #[test]
+    fn plain_numbers_read_as_parse_reads_them(digits in "[0-9]{0,22}") {
+        proptest::prop_assert_eq!(plain_u64(&digits), digits.parse::<u64>().ok());
+    }
+}
+
+#[test]
+fn plain_numbers_at_the_edges_of_u64() {
+    for (digits, want) in [
+        ("9999999999999999999", Some(9_999_999_999_999_999_999)),
+        ("18446744073709551615", Some(u64::MAX)),
+        ("18446744073709551616", None),
+        ("99999999999999999999", None),
+        ("1a", None),
+        ("", None),
+    ] {
+        assert_eq!(plain_u64(digits), want, "{digits}");
     }
 }
 

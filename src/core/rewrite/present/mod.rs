@@ -62,6 +62,16 @@ impl Presentation {
         }
     }
 
+    /// Whether the events at upstream index `index` are dropped, whatever else they say (the
+    /// items `hosted` hides): what [`Presentation::decide`] says of an event without a signal
+    /// that names its item by index.
+    pub fn hides(&self, index: u64) -> bool {
+        match self {
+            Presentation::Hosted(hosted) => hosted.items.hides(index),
+            _ => false,
+        }
+    }
+
     /// What becomes of an upstream event that was read; its calls are tracked.
     pub fn decide(&mut self, step: Step<'_>, parts: &mut Parts<'_>) -> Verdict {
         if let Presentation::Hosted(hosted) = self {
