@@ -104,10 +104,10 @@ fn run(r: &mut Rewriter, input: &[u8], chunk: usize) -> (Vec<u8>, Stats, Vec<Obs
         let now = t0 + Duration::from_millis(i as u64 * 7);
         out.extend_from_slice(&r.feed(piece, now));
         out.extend_from_slice(&r.on_idle(now));
-        observations.extend(r.take_observations());
+        observations.extend(r.take_observations().into_iter().flatten());
     }
     out.extend_from_slice(&r.finish(t0 + Duration::from_secs(60)));
-    observations.extend(r.take_observations());
+    observations.extend(r.take_observations().into_iter().flatten());
     (out, r.stats(), observations)
 }
 
