@@ -213,8 +213,9 @@ impl RewriteBody {
         Instant::now().into_std()
     }
 
-    /// Hands `out` to the client, reporting what the rewriter observed meanwhile.
-    fn send(&mut self, out: Bytes) -> Polled {
+    /// Reports what the rewriter observed since the last call (most events: nothing, which
+    /// is told before any iterator is set up).
+    fn report_observations(&mut self) {
         let RewriteBody {
             rewriter,
             log,
@@ -223,72 +224,77 @@ impl RewriteBody {
             store,
             ..
         } = self;
-        // Tested first: most events observe nothing, and an empty drain costs its set-up.
-        if let Some(observations) = rewriter.take_observations() {
-            for observation in observations {
-                if let Some(name) = unconfigured::unconfigured_name(&observation) {
-                    unconfigured.report(name);
+        let Some(observations) = rewriter.take_observations() else {
+            return;
+        };
+        for observation in observations {
+            if let Some(name) = unconfigured::unconfigured_name(&observation) {
+                unconfigured.report(name);
+            }
+            if let Some(span) = &mut log.span {
+                span.observe(&observation);
+            }
+            match observation {
+                Observation::CallRunning {
+                    call_id,
+                    name,
+                    arguments,
+                } => {
+                    if let Some(progress) = progress {
+                        progress.call_running(&call_id, &name, &arguments);
+                    }
                 }
-                if let Some(span) = &mut log.span {
-                    span.observe(&observation);
+                Observation::Injected(kind) => {
+                    let label = labels::EventsInjected { r#type: kind };
+                    log.metrics().events_injected.get_or_create(&label).inc();
                 }
-                match observation {
-                    Observation::CallRunning {
-                        call_id,
-                        name,
-                        arguments,
-                    } => {
-                        if let Some(progress) = progress {
-                            progress.call_running(&call_id, &name, &arguments);
-                        }
+                Observation::CallFinished {
+                    call_id,
+                    name,
+                    kind,
+                    outcome,
+                    duration,
+                    ..
+                } => {
+                    if let Some(progress) = progress {
+                        progress.call_finished(&call_id);
                     }
-                    Observation::Injected(kind) => {
-                        let label = labels::EventsInjected { r#type: kind };
-                        log.metrics().events_injected.get_or_create(&label).inc();
+                    log.tool_calls += 1;
+                    log.metrics().tool_call(kind.as_str(), outcome, duration);
+                    let duration_ms = duration.as_millis() as u64;
+                    // `?`: the name is the upstream's, quoted with escapes so it cannot break the line.
+                    tracing::debug!(tool = ?name, kind = kind.as_str(), outcome, duration_ms, "tool call");
+                }
+                Observation::Progress { .. } => {}
+                Observation::ResponseId { shown, upstream } => {
+                    if let Some((store, tenant)) = store {
+                        let now = std::time::Instant::now();
+                        store.put_response_id(&shown, &upstream, *tenant, now);
                     }
-                    Observation::CallFinished {
-                        call_id,
-                        name,
-                        kind,
-                        outcome,
-                        duration,
-                        ..
-                    } => {
-                        if let Some(progress) = progress {
-                            progress.call_finished(&call_id);
-                        }
-                        log.tool_calls += 1;
-                        log.metrics().tool_call(kind.as_str(), outcome, duration);
-                        let duration_ms = duration.as_millis() as u64;
-                        // `?`: the name is the upstream's, quoted with escapes so it cannot break the line.
-                        tracing::debug!(tool = ?name, kind = kind.as_str(), outcome, duration_ms, "tool call");
-                    }
-                    Observation::Progress { .. } => {}
-                    Observation::ResponseId { shown, upstream } => {
-                        if let Some((store, tenant)) = store {
-                            let now = std::time::Instant::now();
-                            store.put_response_id(&shown, &upstream, *tenant, now);
-                        }
-                    }
-                    Observation::HostedPair {
-                        id,
-                        call_item,
-                        output_item,
-                        ..
-                    } => {
-                        if let Some((store, tenant)) = store {
-                            let pair = Pair {
-                                call_item,
-                                output_item,
-                            };
-                            if store.put(&id, pair, *tenant, std::time::Instant::now()) {
-                                log.metrics().hosted_pairs_stored.inc();
-                            }
+                }
+                Observation::HostedPair {
+                    id,
+                    call_item,
+                    output_item,
+                    ..
+                } => {
+                    if let Some((store, tenant)) = store {
+                        let pair = Pair {
+                            call_item,
+                            output_item,
+                        };
+                        if store.put(&id, pair, *tenant, std::time::Instant::now()) {
+                            log.metrics().hosted_pairs_stored.inc();
                         }
                     }
                 }
             }
         }
+    }
+
+    /// Hands `out` to the client, reporting what the rewriter observed meanwhile.
+    fn send(&mut self, out: Bytes) -> Polled {
+        self.report_observations();
         if out.is_empty() {
             return Poll::Pending;
         }
